@@ -1,0 +1,103 @@
+"""
+Benchmark one full-batch training step: this project's step against the straightforward one.
+
+    python bench.py                  # default model (M+A*, p 113, frac 0.3), float32
+    python bench.py --ln off --steps 50 --device cuda
+
+Prints ms/step of
+  straightforward: PyTorch multi-head attention over all 3 positions, logits at every position
+                   (the loss still reads the last one), plus the test-set forward every step as
+                   the public code does;
+  straightforward, no test forward;
+  this project: the table path of model.py (one layer), loss in float64, AdamW;
+the ratio, the useful GFLOP/s of our step (matmul FLOPs of the math it must do) and a large
+fp32 matmul's GFLOP/s measured in the same run, as the machine's practical peak.
+"""
+import argparse
+import time
+
+import torch
+
+from model import Config, build_model
+from train import loss_fn, make_data, make_optimizer, pick_device
+
+
+def straightforward_logits(model, x):
+    """Every position through every block, logits at every position; the last is returned."""
+    h = model.embed(x) + model.pos
+    for blk in model.blocks:
+        h = blk(h, model.mask)
+    return (model.cfg.alpha * (h @ model.unembed))[:, -1]
+
+
+def step_fn(model, opt, x, y, forward, x_test=None):
+    def step():
+        loss = loss_fn(forward(model, x), y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        if x_test is not None:
+            with torch.no_grad():
+                forward(model, x_test)
+    return step
+
+
+def timeit(fn, steps, device):
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(steps):
+        if device == "cuda":
+            torch.cuda.synchronize()
+        t = time.perf_counter()
+        fn()
+        if device == "cuda":
+            torch.cuda.synchronize()
+        times.append(time.perf_counter() - t)
+    return 1000 * sorted(times)[len(times) // 2]  # median, ms
+
+
+def useful_flops(cfg, n):
+    """Matmul FLOPs that one step must do (forward + backward = 3x forward): the last position's
+    query, MLP and unembedding per example, keys/values on the (3, p+1) table."""
+    d, m, V = cfg.d_model, cfg.d_mlp, cfg.p + 1
+    per_example = d * d + d * m + m * d + d * cfg.n_out       # out_proj, fc1, fc2, unembed
+    table = 3 * V * 3 * d * d                                 # q/k/v projections of the table
+    return 3 * 2 * (n * per_example + table)
+
+
+def peak_gflops(device, size=2048, reps=10):
+    a, b = torch.randn(size, size, device=device), torch.randn(size, size, device=device)
+    ms = timeit(lambda: a @ b, reps, device)
+    return 2 * size ** 3 / (ms / 1000) / 1e9
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--ln", default="pre")
+    ap.add_argument("--steps", type=int, default=30, help="timed steps per variant (median reported)")
+    ap.add_argument("--device", default="cpu")
+    args = ap.parse_args()
+    device = pick_device(args.device)
+    cfg = Config(ln=args.ln)
+    x, y, xt, yt = (t.to(device) for t in make_data(cfg))
+    print(f"device {device}, {torch.get_num_threads()} threads, torch {torch.__version__}, "
+          f"p {cfg.p}, {len(x)} train / {len(xt)} test examples, float32, median of {args.steps} steps")
+    results = {}
+    for name, fwd, test in [("straightforward + test forward", straightforward_logits, xt),
+                            ("straightforward", straightforward_logits, None),
+                            ("this project", lambda m, x: m(x), None)]:
+        model = build_model(cfg).to(device)
+        opt = make_optimizer(model, cfg)
+        results[name] = timeit(step_fn(model, opt, x, y, fwd, test), args.steps, device)
+    peak = peak_gflops(device)
+    ours = results["this project"]
+    gflops = useful_flops(cfg, len(x)) / (ours / 1000) / 1e9
+    for name, ms in results.items():
+        print(f"{name:32s} {ms:8.1f} ms/step   {ms / ours:5.2f}x ours")
+    print(f"this project: {gflops:.0f} useful GFLOP/s; large fp32 matmul: {peak:.0f} GFLOP/s "
+          f"({100 * gflops / peak:.0f}% of it)")
+
+
+if __name__ == "__main__":
+    main()
