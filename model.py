@@ -287,7 +287,7 @@ def check_config(cfg):
         if getattr(cfg, k) not in allowed:
             raise ValueError(f"unknown --{k.replace('_', '-')} {getattr(cfg, k)!r}; "
                              f"choose from {', '.join(allowed)}")
-    if cfg.d_model % cfg.n_heads:
+    if cfg.model == "transformer" and cfg.d_model % cfg.n_heads:
         raise ValueError(f"--d-model {cfg.d_model} is not divisible by --n-heads {cfg.n_heads}")
     if cfg.n_layers < 1:
         raise ValueError("--n-layers must be at least 1")

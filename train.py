@@ -120,11 +120,20 @@ def check_task(cfg):
             raise Stop(f"--emb-lr-ratio {cfg.emb_lr_ratio!r} must be a positive number or 'auto'")
 
 
-def make_data(cfg):
-    """All pairs [a, b, '='] with labels; a seeded split. Returns (x_train, y_train, x_test, y_test)."""
+def all_pairs(cfg):
+    """Every pair [a, b, '='] (row a*p + b), its label, and whether it exists (div: b != 0)."""
     p = cfg.p
     a, b = (t.flatten() for t in torch.meshgrid(torch.arange(p), torch.arange(p), indexing="ij"))
     valid = b != 0 if cfg.op == "div" else torch.ones(p * p, dtype=torch.bool)
+    y = torch.zeros(p * p, dtype=torch.long)
+    y[valid] = OPS[cfg.op](a[valid], b[valid], p)
+    return torch.stack([a, b, torch.full_like(a, p)], 1), y, valid
+
+
+def train_mask(cfg, valid):
+    """Which pairs are trained on: a seeded split of the valid pairs."""
+    p = cfg.p
+    a, b = torch.arange(p * p) // p, torch.arange(p * p) % p
     n_train = int(cfg.frac * int(valid.sum()))
     g = torch.Generator().manual_seed(cfg.seed if cfg.data_seed is None else cfg.data_seed)
     if cfg.split == "balanced":
@@ -144,9 +153,13 @@ def make_data(cfg):
         cand = cand[torch.randperm(len(cand), generator=g)]
     train = torch.zeros(p * p, dtype=torch.bool)
     train[cand[:n_train]] = True
-    x = torch.stack([a, b, torch.full_like(a, p)], 1)
-    y = torch.zeros(p * p, dtype=torch.long)
-    y[valid] = OPS[cfg.op](a[valid], b[valid], p)
+    return train
+
+
+def make_data(cfg):
+    """(x_train, y_train, x_test, y_test); x rows are [a, b, '=']."""
+    x, y, valid = all_pairs(cfg)
+    train = train_mask(cfg, valid)
     test = valid & ~train
     return x[train], y[train], x[test], y[test]
 
@@ -282,6 +295,7 @@ def train(cfg, run_dir, device="cpu", resume=False, stop_after_grok=None, log=pr
             loss = loss_fn(logits, y_tr)
             if evaluate:
                 if not math.isfinite(loss.item()):
+                    save_atomic({k: np.array(v) for k, v in metrics.items()}, os.path.join(run_dir, "metrics.npz"))
                     log(f"error: train loss is {loss.item()} at step {step}; stopped. The last good "
                         f"checkpoint is kept: change --lr or --dtype and start again")
                     break
@@ -289,7 +303,8 @@ def train(cfg, run_dir, device="cpu", resume=False, stop_after_grok=None, log=pr
                     test_logits = model(x_te)
                     before = [p.detach().clone() for p in model.parameters()]
                 row = dict(step=step, train_loss=loss.item(), train_acc=accuracy(logits, y_tr),
-                           test_loss=loss_fn(test_logits, y_te).item(), test_acc=accuracy(test_logits, y_te), weight_norm=sum(float((p.double() ** 2).sum()) for p in before),
+                           test_loss=loss_fn(test_logits, y_te).item(), test_acc=accuracy(test_logits, y_te),
+                           weight_norm=sum(float((p.double() ** 2).sum()) for p in before),
                            update_norm=float("nan"), lr=lr, emb_lr_ratio=ratio)
                 for k in keys:
                     metrics[k].append(row[k])
@@ -297,17 +312,17 @@ def train(cfg, run_dir, device="cpu", resume=False, stop_after_grok=None, log=pr
                     grok_step = step
                     if stop_after_grok is not None:
                         end = min(end, step + stop_after_grok)
-            if step == end:
-                save(step)
-                break
+                if step == end:
+                    save(step)
+                    break
+                if step % cfg.ckpt_every == 0:
+                    save(step)  # before the update: the checkpoint holds theta_step
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
             if evaluate:
                 with torch.no_grad():  # ||theta_{t+1} - theta_t|| of this step
                     metrics["update_norm"][-1] = math.sqrt(sum(float(((p - q).double() ** 2).sum()) for p, q in zip(model.parameters(), before)))
-                if step % cfg.ckpt_every == 0:
-                    save(step, resumable=True)
                 now = time.time()
                 if now - last_print > 5:
                     last_print = now

@@ -1,0 +1,226 @@
+"""
+Figures, drawn from arrays only (metrics.npz and analysis.npz): restyle without recomputing.
+Called by analyze.py; each function takes what analyze computed.
+"""
+import csv
+import os
+
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+
+from model import Config
+from train import GROK, first_below
+
+SEEDLESS = ("seed", "data_seed")
+
+
+def phases(step, test_loss):
+    """Nanda et al.'s three phases, located by a simple rule on the test loss: circuit formation
+    ends (cleanup starts) when it first falls below 1, memorization ends at its peak before
+    that, cleanup ends when it first reaches 0.01. Later slingshot spikes are ignored."""
+    below = np.nonzero(test_loss < 1.0)[0]
+    i_clean = below[0] if len(below) else len(step) - 1
+    i_peak = int(np.argmax(test_loss[:i_clean + 1]))
+    return step[i_peak], (step[i_clean] if len(below) else None), first_below(step, test_loss)
+
+
+def mark_grok(ax, step):
+    if step is not None:
+        ax.axvline(step, color="k", ls=":", lw=1, label=f"test loss <= {GROK} at {step}")
+
+
+def save(fig, path):
+    fig.tight_layout()
+    fig.savefig(path + ".tmp.png", dpi=110)
+    os.replace(path + ".tmp.png", path)  # atomic, like every other output
+    plt.close(fig)
+
+
+def run_figures(run, cfg, m, r):
+    out = os.path.join(run, "figures")
+    os.makedirs(out, exist_ok=True)
+    s, g = m["step"], first_below(m["step"], m["test_loss"])
+    name = os.path.basename(os.path.normpath(run))
+
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
+    a1.plot(s, m["train_loss"], label="train")
+    a1.plot(s, m["test_loss"], label="test")
+    a1.set(yscale="log", xlabel="step", ylabel="cross-entropy loss", title=f"{name}: loss")
+    a2.plot(s, m["train_acc"], label="train")
+    a2.plot(s, m["test_acc"], label="test")
+    a2.set(xlabel="step", ylabel="accuracy", title="accuracy")
+    for ax in (a1, a2):
+        mark_grok(ax, g)
+        ax.legend()
+    save(fig, os.path.join(out, "curves.png"))
+
+    fig, ax = plt.subplots(figsize=(11, 3.5))
+    f = r["fourier_embed"][-1]
+    ax.bar(np.arange(len(f)), f, color="C0")
+    for k in r["keys"]:
+        ax.bar(k, f[k], color="C3")
+    ax.set(xlabel="frequency k (0 = constant)", ylabel="norm of W_E's Fourier component",
+           title=f"Fourier components of the embedding at step {r['step'][-1]}; key frequencies (red) {[int(k) for k in r['keys']]}")
+    save(fig, os.path.join(out, "fourier_embed.png"))
+
+    rs = r["step"]
+    fig, axs = plt.subplots(1, 3, figsize=(15, 4))
+    for k, lab in [("train_loss", "train"), ("test_loss", "test"), ("restricted_loss", "restricted (all pairs)"),
+                   ("excluded_loss", "excluded (train pairs)")]:
+        axs[0].plot(rs, r[k], label=lab)
+    axs[0].set(yscale="log", ylabel="loss", title="progress measures: losses")
+    axs[1].plot(rs, r["gini_embed"], label="Gini of W_E Fourier norms")
+    axs[1].plot(rs, r["gini_logit"], label="Gini of W_L Fourier norms")
+    axs[1].set(ylabel="Gini", title="sparsity in the Fourier basis")
+    axs[2].plot(rs, r["weight_norm"])
+    axs[2].set(ylabel="sum of squared weights", title="weight norm")
+    mem, circ, clean = phases(s, m["test_loss"])
+    for ax in axs:
+        ax.axvspan(0, mem, color="C0", alpha=0.08, label="memorization")
+        if circ is not None:
+            ax.axvspan(mem, circ, color="C1", alpha=0.08, label="circuit formation")
+            ax.axvspan(circ, clean if clean is not None else rs[-1], color="C2", alpha=0.08, label="cleanup")
+        ax.set_xlabel("step")
+        ax.legend(fontsize=7)
+    save(fig, os.path.join(out, "progress.png"))
+
+    fig, axs = plt.subplots(1, 3, figsize=(15, 4))
+    axs[0].plot(rs, r["med"], color="C4", label="MED")
+    axs[0].set(ylabel="MED (1/p sum ||phi(i+1) - phi(i)||)", xlabel="step", title="MED against test loss")
+    tw = axs[0].twinx()
+    tw.plot(rs, r["test_loss"], color="C1", label="test loss")
+    tw.set(yscale="log", ylabel="test loss")
+    axs[0].legend(loc="upper left")
+    tw.legend(loc="upper right")
+    axs[1].plot(rs, r["c_fourier"])
+    axs[1].axhline(1.0, color="gray", lw=0.8)
+    axs[1].set(yscale="log", ylabel="C_Fourier", xlabel="step", title="C_Fourier of W_E")
+    ent = r["attn_entropy_heads"]
+    for h in range(ent.shape[1]):
+        axs[2].plot(rs, ent[:, h], lw=0.8, label=f"head {h}")
+    axs[2].plot(rs, r["attn_entropy"], "k", label="mean")
+    axs[2].set(ylabel="attention entropy (nats; max ln 3)", xlabel="step", title="attention entropy")
+    axs[2].legend(fontsize=7)
+    for ax in axs:
+        mark_grok(ax, g)
+    save(fig, os.path.join(out, "med_cfourier_entropy.png"))
+
+    pics = ([(f"head {h}: attention '=' -> a", im) for h, im in enumerate(r["final_attn_a"])] if "final_attn_a" in r else []) + \
+        [(f"neuron {n}", im) for n, im in zip(r["neuron_ids"], r["final_neurons"])]
+    cols = (len(pics) + 1) // 2
+    fig, axs = plt.subplots(2, cols, figsize=(3 * cols, 6), squeeze=False)
+    for ax in axs.flat[len(pics):]:
+        ax.axis("off")
+    for ax, (title, im) in zip(axs.flat, pics):
+        ax.imshow(im, cmap="viridis", origin="lower")
+        ax.set(title=title, xlabel="b", ylabel="a")
+        ax.title.set_fontsize(9)
+    fig.suptitle(f"step {r['step'][-1]}: attention of the last position over (a, b), and MLP neurons")
+    save(fig, os.path.join(out, "heatmaps.png"))
+
+
+# ---------------------------------------------------------------- across runs
+
+def group_runs(done):
+    """Runs that differ only in seed form one configuration; labelled by what differs."""
+    groups = {}
+    for run, (cfg, m, r) in done.items():
+        key = tuple((k, str(v)) for k, v in cfg.to_dict().items() if k not in SEEDLESS and k != "steps")
+        groups.setdefault(key, []).append((run, cfg, m, r))
+    varying = [i for i in range(len(next(iter(groups)))) if len({k[i][1] for k in groups}) > 1] if groups else []
+    return {", ".join(f"{k[i][0]}={k[i][1]}" for i in varying) or "all runs": v for k, v in groups.items()}, \
+        [next(iter(groups))[i][0] for i in varying] if groups else []
+
+
+def band(ax, runs, key, label, color, source=2):
+    n = min(len(x[source][key]) for x in runs)
+    steps = runs[0][source]["step"][:n]
+    ys = np.stack([x[source][key][:n] for x in runs])
+    ax.plot(steps, ys.mean(0), color=color, label=label)
+    ax.fill_between(steps, ys.min(0), ys.max(0), color=color, alpha=0.2)
+
+
+def grok_steps(runs):
+    return [first_below(m["step"], m["test_loss"]) for _, _, m, _ in runs]
+
+
+def cross_run_figures(root, done):
+    out = os.path.join(root, "figures")
+    os.makedirs(out, exist_ok=True)
+    groups, varying = group_runs(done)
+    colors = {lab: f"C{i % 10}" for i, lab in enumerate(groups)}
+
+    fig, axs = plt.subplots(1, 2, figsize=(13, 4.5))
+    for lab, runs in groups.items():
+        band(axs[0], runs, "test_loss", lab, colors[lab])
+        band(axs[1], runs, "train_loss", lab, colors[lab])
+    for ax, t in zip(axs, ("test", "train")):
+        ax.axhline(GROK, color="gray", lw=0.8, ls=":")
+        ax.set(yscale="log", xlabel="step", ylabel=f"{t} loss", title=f"{t} loss: mean over seeds, min-max band")
+        ax.legend(fontsize=7)
+    save(fig, os.path.join(out, "loss_by_config.png"))
+
+    stats = {lab: [s for s in grok_steps(runs) if s is not None] for lab, runs in groups.items()}
+    fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(groups)), 4.5))
+    labs = list(groups)
+    ax.bar(range(len(labs)), [np.mean(stats[l]) if stats[l] else np.nan for l in labs],
+           yerr=[np.std(stats[l]) if stats[l] else 0 for l in labs], color=[colors[l] for l in labs], capsize=4)
+    ax.set_xticks(range(len(labs)), [f"{l}\n({len(stats[l])}/{len(groups[l])} seeds)" for l in labs], fontsize=7, rotation=20)
+    ax.set(ylabel=f"steps until test loss <= {GROK}", title="steps to generalize (mean +- std over seeds that did)")
+    save(fig, os.path.join(out, "steps_to_generalize.png"))
+
+    for key, ylab, log in [("c_fourier", "C_Fourier", True), ("sr_train", "SR-train loss (MLP input / ||.||)", True),
+                           ("attn_entropy", "attention entropy (nats)", False), ("med", "MED", False),
+                           ("eff_rank", "effective rank of features", False), ("ntk_distance", "||K_t - K_0|| / ||K_0||", False)]:
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for lab, runs in groups.items():
+            band(ax, runs, key, lab, colors[lab], source=3)
+            pts = [s for s in grok_steps(runs) if s is not None]
+            if pts and key == "c_fourier":
+                g = np.mean(pts)
+                mean_curve = np.mean([np.interp(g, r["step"], r[key]) for _, _, _, r in runs])
+                ax.plot([g], [mean_curve], "o", color=colors[lab], mec="k")
+        ax.set(yscale="log" if log else "linear", xlabel="step", ylabel=ylab,
+               title=ylab + (" (dots: mean generalization step)" if key == "c_fourier" else ""))
+        ax.legend(fontsize=7)
+        save(fig, os.path.join(out, f"{key}_by_config.png"))
+
+    # one numeric option varying alone: steps to generalize against it
+    for opt in varying:
+        pts = [(float(getattr(cfg, opt)), s) for runs in groups.values() for _, cfg, m, _ in runs
+               for s in [first_below(m["step"], m["test_loss"])] if isinstance(getattr(cfg, opt), (int, float))
+               and not isinstance(getattr(cfg, opt), bool)]
+        if len({x for x, _ in pts}) < 2:
+            continue
+        fig, ax = plt.subplots(figsize=(6, 4))
+        xs = np.array([x for x, _ in pts])
+        ys = np.array([np.nan if s is None else s for _, s in pts], dtype=float)
+        ax.plot(xs, ys, "o", alpha=0.6)
+        ax.set(xscale="log", xlabel=opt, ylabel=f"steps until test loss <= {GROK}", title=f"steps to generalize against {opt} (runs that did)")
+        save(fig, os.path.join(out, f"sweep_{opt}.png"))
+
+    write_summary(root, groups, done)
+
+
+def write_summary(root, groups, done):
+    header = ["configuration", "seeds", "train<=0.01 (mean +- std)", "test<=0.01 (mean +- std)", "reached",
+              "final test acc", "key frequencies"]
+    rows = []
+    for lab, runs in groups.items():
+        tr = [first_below(m["step"], m["train_loss"]) for _, _, m, _ in runs]
+        te = grok_steps(runs)
+        fmt = lambda v: (f"{np.mean([x for x in v if x is not None]):.0f} +- {np.std([x for x in v if x is not None]):.0f}"
+                         if any(x is not None for x in v) else "not reached")
+        rows.append([lab, " ".join(str(c.seed) for _, c, _, _ in runs), fmt(tr), fmt(te),
+                     f"{sum(x is not None for x in te)}/{len(te)}",
+                     f"{np.mean([m['test_acc'][-1] for _, _, m, _ in runs]):.3f}",
+                     "; ".join(str(list(r["keys"])) for _, _, _, r in runs)])
+    with open(os.path.join(root, "summary.csv.tmp"), "w", newline="") as f:
+        csv.writer(f).writerows([header] + rows)
+    os.replace(os.path.join(root, "summary.csv.tmp"), os.path.join(root, "summary.csv"))
+    md = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(r) + " |" for r in rows]
+    with open(os.path.join(root, "summary.md.tmp"), "w") as f:
+        f.write("\n".join(md) + "\n")
+    os.replace(os.path.join(root, "summary.md.tmp"), os.path.join(root, "summary.md"))

@@ -1,0 +1,177 @@
+"""
+Each progress measure against its definition on an input whose answer is known, and the
+analysis script end to end on a tiny run (bad runs skipped with a one-line message).
+
+    python -m pytest -q test_analyze.py
+"""
+import math
+import os
+
+import numpy as np
+import pytest
+import torch
+from torch.autograd.functional import hessian
+
+import analyze as A
+from model import Config, build_model
+from train import train
+
+P = 23
+
+
+def cosine_embedding(p, k, d=16, seed=0):
+    x = torch.arange(p, dtype=torch.float64)
+    v = torch.randn(d, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    return torch.cos(2 * math.pi * k * x / p)[:, None] * v
+
+
+def test_fourier_basis_is_orthonormal():
+    for p in (23, 24, 113):
+        B = A.fourier_basis(p)
+        torch.testing.assert_close(B @ B.T, torch.eye(p, dtype=torch.float64))
+
+
+def test_pure_cosine_embedding_has_one_key_frequency_and_gini_near_one():
+    for k in (1, 5, 11):
+        E = cosine_embedding(P, k)
+        norms = A.frequency_norms(E, A.fourier_basis(P))
+        assert A.key_frequencies(norms) == [k]
+        assert A.gini(norms[1:]) > 0.9
+        assert A.c_fourier(E) > 1.0  # the paper: crossing 1 tracks generalization
+
+
+def test_random_embedding_has_low_gini_and_small_c_fourier():
+    E = torch.randn(113, 128, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    norms = A.frequency_norms(E, A.fourier_basis(113))
+    assert A.gini(norms[1:]) < 0.2
+    assert A.c_fourier(E) < 0.1
+    assert A.c_fourier(cosine_embedding(113, 7, d=128)) > 100 * A.c_fourier(E)
+
+
+def test_gini_matches_hurley_rickard_by_hand():
+    assert A.gini([0, 0, 0, 1]) == pytest.approx(0.75)  # 2*4/(4*1) - 5/4
+    assert A.gini([1, 1, 1, 1]) == pytest.approx(0.0)
+    assert A.gini([1, 2, 3]) == pytest.approx(2 * (1 + 4 + 9) / (3 * 6) - 4 / 3)
+
+
+def test_med_of_constant_embedding_is_zero_and_of_a_circle_is_its_chord():
+    assert A.med(torch.ones(P, 8)) == 0
+    t = 2 * math.pi * torch.arange(P, dtype=torch.float64) / P
+    circle = torch.stack([torch.cos(t), torch.sin(t)], 1)
+    assert A.med(circle) == pytest.approx(2 * math.sin(math.pi / P))
+
+
+def fourier_logits(p, keys, scale=8.0):
+    a, b, c = torch.meshgrid(torch.arange(p), torch.arange(p), torch.arange(p), indexing="ij")
+    return scale * sum(torch.cos(2 * math.pi * k * (a + b - c).double() / p) for k in keys).reshape(p * p, p)
+
+
+def test_fourier_algorithm_logits_restricted_and_excluded_loss():
+    keys = [3, 7]
+    L = fourier_logits(P, keys)
+    y = (torch.arange(P * P) // P + torch.arange(P * P) % P) % P
+    L_noisy = L + 0.1 * torch.randn(L.shape, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    train = torch.rand(P * P, generator=torch.Generator().manual_seed(1)) < 0.3
+    full = A.ce(L_noisy, y)
+    restricted, excluded = A.restricted_excluded(L_noisy, y, train, P, keys)
+    assert restricted <= full + 1e-9  # the noise is removed, the algorithm kept
+    assert excluded == pytest.approx(math.log(P), rel=0.1)  # without its frequencies: chance
+    assert A.cos_template_r2(L, P, keys) == pytest.approx(1.0)
+    each, all_keys, but_keys = A.ablations(L, y, P, keys)
+    assert all(e > A.ce(L, y) for e in each) and all_keys == pytest.approx(math.log(P), rel=1e-6)
+    assert but_keys == pytest.approx(A.ce(L, y), rel=1e-9)
+
+
+def test_uniform_attention_has_entropy_ln_positions():
+    w = torch.full((10, 4, 3, 3), 1 / 3)
+    torch.testing.assert_close(A.attention_entropy(w), torch.full((4,), math.log(3), dtype=torch.float64))
+    one_hot = torch.zeros(10, 4, 3, 3)
+    one_hot[..., 0] = 1
+    assert A.attention_entropy(one_hot).abs().max() < 1e-12
+
+
+def test_effective_rank_and_spectrum_exponent():
+    Q = torch.linalg.qr(torch.randn(200, 16, dtype=torch.float64))[0]
+    assert A.effective_rank(Q) == pytest.approx(16)
+    assert A.effective_rank(Q[:, :1] @ torch.randn(1, 16, dtype=torch.float64)) == pytest.approx(1, abs=1e-6)
+    i = torch.arange(1, 17, dtype=torch.float64)
+    Z = Q * i ** -1.0  # eigenvalues of Z^T Z are i^-2
+    assert A.spectrum_exponent(Z) == pytest.approx(2.0, rel=1e-6)
+
+
+def test_ntk_equals_explicit_per_example_gradients():
+    model = build_model(Config(p=7, d_model=8, n_heads=2, d_mlp=16, dtype="float64"))
+    x = torch.tensor([[1, 2, 7], [3, 4, 7], [6, 0, 7]])
+    y = torch.tensor([3, 0, 6])
+    rows = []
+    for xi, yi in zip(x, y):
+        model.zero_grad()
+        model(xi[None])[0, yi].backward()
+        rows.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
+    J = torch.stack(rows)
+    torch.testing.assert_close(A.ntk(model, x, y), J @ J.T)
+
+
+def test_hessian_top_eigenvalue_equals_the_explicit_hessian():
+    cfg = Config(model="mlp", p=5, d_model=3, d_mlp=8, dtype="float64", act="relu")
+    model = build_model(cfg)
+    x = torch.tensor([[a, b, 5] for a in range(5) for b in range(5)])
+    y = (x[:, 0] + x[:, 1]) % 5
+    E0 = model.embed.weight.detach().clone()
+
+    def loss(E):
+        return torch.nn.functional.cross_entropy(torch.func.functional_call(model, {"embed.weight": E}, (x,)), y)
+    H = hessian(loss, E0).reshape(E0.numel(), E0.numel())
+    top = torch.linalg.eigvalsh(H)
+    lam, _ = A.hessian_top(model, x, y, model.embed.weight, iters=300)
+    expected = top[-1] if top[-1].abs() >= top[0].abs() else top[0]  # power iteration: largest |eig|
+    assert lam == pytest.approx(float(expected), rel=1e-4)
+
+
+# ---------------------------------------------------------------- end to end
+
+def tiny_run(root, name, **kw):
+    cfg = Config(**{**dict(p=P, d_model=32, d_mlp=64, frac=0.5, steps=40, eval_every=10, ckpt_every=20), **kw})
+    train(cfg, str(root / name), log=lambda *a: None)
+    return root / name
+
+
+def test_analyze_folder_of_runs_and_skip_bad_ones(tmp_path, capsys):
+    for s in (0, 1):
+        tiny_run(tmp_path, f"pre_s{s}", seed=s)
+        tiny_run(tmp_path, f"off_s{s}", seed=s, ln="off")
+    tiny_run(tmp_path, "mlp_s0", model="mlp")
+    os.makedirs(tmp_path / "empty" / "ckpt")
+    (tmp_path / "empty" / "config.json").write_text("{}")
+    bad = tiny_run(tmp_path, "truncated")
+    ck = bad / "ckpt" / "step_000040.pt"
+    ck.write_bytes(ck.read_bytes()[:500])
+    A.main([str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "skipped: " in out and "empty: no checkpoints" in out and "corrupt checkpoint" in out
+    r = dict(np.load(tmp_path / "pre_s0" / "analysis.npz"))
+    m = np.load(tmp_path / "pre_s0" / "metrics.npz")
+    assert list(r["step"]) == [0, 20, 40]
+    np.testing.assert_allclose(r["train_loss"], m["train_loss"][np.isin(m["step"], r["step"])], rtol=1e-5)
+    np.testing.assert_allclose(r["test_loss"], m["test_loss"][np.isin(m["step"], r["step"])], rtol=1e-5)
+    assert r["ntk_distance"][0] == 0 and r["ntk_distance"][-1] > 0
+    assert r["fourier_embed"].shape == (3, P // 2 + 1) and r["attn_entropy_heads"].shape == (3, 4)
+    assert np.isfinite(r["hessian_embed"]).all() == False  # transformer: no Hessian measure
+    assert np.isfinite(dict(np.load(tmp_path / "mlp_s0" / "analysis.npz"))["hessian_embed"]).all()
+    for f in ("curves", "fourier_embed", "progress", "med_cfourier_entropy", "heatmaps"):
+        assert (tmp_path / "pre_s0" / "figures" / f"{f}.png").stat().st_size > 10000
+    for f in ("loss_by_config", "steps_to_generalize", "c_fourier_by_config", "sr_train_by_config"):
+        assert (tmp_path / "figures" / f"{f}.png").exists()
+    summary = (tmp_path / "summary.md").read_text()
+    assert "0 1" in summary and "ln=pre" in summary and "ln=off" in summary
+    # unchanged checkpoints: not recomputed
+    mtime = os.path.getmtime(tmp_path / "pre_s0" / "analysis.npz")
+    A.analyse_run(str(tmp_path / "pre_s0"))
+    assert os.path.getmtime(tmp_path / "pre_s0" / "analysis.npz") == mtime
+
+
+def test_analyze_bad_argument_is_one_line(tmp_path):
+    with pytest.raises(SystemExit, match="is not a folder"):
+        A.main([str(tmp_path / "nope")])
+    with pytest.raises(SystemExit, match="no runs"):
+        A.main([str(tmp_path)])
