@@ -21,7 +21,8 @@ import torch.nn.functional as F
 from torch.func import functional_call, grad, vmap
 
 from model import Config, build_model
-from train import Stop, all_pairs, load_checkpoint, save_atomic, train_mask
+from data import Stop, all_pairs, train_mask
+from train import load_checkpoint, save_atomic
 
 KEY_SHARE = 3.0   # k is a key frequency if its share of W_E's Fourier norm^2 is >= KEY_SHARE / K
 N_NTK = 64        # fixed train examples for the empirical NTK

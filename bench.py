@@ -19,7 +19,8 @@ import time
 import torch
 
 from model import Config, build_model
-from train import loss_fn, make_data, make_optimizer, pick_device
+from data import make_data
+from train import loss_fn, make_optimizer, pick_device
 
 
 def straightforward_logits(model, x):
@@ -88,7 +89,7 @@ def main():
                             ("straightforward", straightforward_logits, None),
                             ("this project", lambda m, x: m(x), None)]:
         model = build_model(cfg).to(device)
-        opt = make_optimizer(model, cfg)
+        opt = make_optimizer(list(model.named_parameters()), cfg)
         results[name] = timeit(step_fn(model, opt, x, y, fwd, test), args.steps, device)
     peak = peak_gflops(device)
     ours = results["this project"]

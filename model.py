@@ -11,6 +11,7 @@ Two families share one interface:
 - `model="mlp"`: the two operand embeddings concatenated into a one-hidden-layer MLP
   (AlQuabeh et al.); `embed="onehot"` feeds the operands straight into the first layer.
 """
+import copy
 import math
 from dataclasses import dataclass, asdict, fields
 from typing import NamedTuple, Optional
@@ -18,6 +19,7 @@ from typing import NamedTuple, Optional
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from torch.func import functional_call, stack_module_state, vmap
 
 
 @dataclass
@@ -300,3 +302,21 @@ def build_model(cfg):
     model = Transformer(cfg) if cfg.model == "transformer" else EmbedMLP(cfg)
     _init(model, cfg)
     return model.to(getattr(torch, cfg.dtype))
+
+
+class Stacked(torch.nn.Module):
+    """R models of one shape trained as one: parameters stacked on a leading run axis and the
+    forward vmapped (torch.func), so a GPU runs R small models as one batch. AdamW is
+    elementwise, so one step on the stack is R separate steps."""
+
+    def __init__(self, models):
+        super().__init__()
+        params, self.bufs = stack_module_state(models)
+        self.names = list(params)
+        self.flat = torch.nn.ParameterList(params.values())
+        self.base = [copy.deepcopy(models[0]).to("meta")]  # in a list: not a submodule
+
+    def forward(self, x):  # (R, N, 3) -> (R, N, n_out)
+        def one(p, b, xr):
+            return functional_call(self.base[0], (p, b), (xr,))
+        return vmap(one)(dict(zip(self.names, self.flat)), self.bufs, x)

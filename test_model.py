@@ -17,7 +17,8 @@ import pytest
 import torch
 
 from model import Config, LN_PLACEMENTS, build_model
-from train import OPS, Stop, check_task, load_checkpoint, main, make_data, train
+from data import Stop, check_task, make_data
+from train import load_checkpoint, main, train
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SMALL = dict(p=23, d_model=32, n_heads=4, d_mlp=64, frac=0.5, eval_every=5, ckpt_every=10)
@@ -334,3 +335,32 @@ def test_a_small_config_really_groks(tmp_path):
     assert (tr <= 0.01).any() and (te <= 0.01).any()
     assert t_test >= 3 * t_train
     assert te[s == t_train][0] > 1.0  # memorised first: test loss still high when train fits
+
+
+# ---------------------------------------------------------------- several runs, batched
+
+def test_batched_runs_equal_separate_runs_and_resume(tmp_path):
+    cfgs = [small_cfg(steps=30, seed=s, op=op) for s, op in ((0, "add"), (1, "add"), (2, "a2+ab+b2"))]
+    dirs = [str(tmp_path / f"b{r}") for r in range(3)]
+    batched = train(cfgs, dirs, log=quiet)
+    for r, cfg in enumerate(cfgs):
+        alone = train(cfg, str(tmp_path / f"s{r}"), log=quiet)
+        for k in ("train_loss", "test_loss", "train_acc", "weight_norm", "update_norm"):
+            np.testing.assert_allclose(batched[r][k], alone[k], rtol=1e-4, atol=1e-6, err_msg=k)
+        a = torch.load(tmp_path / f"b{r}" / "ckpt" / "step_000030.pt", weights_only=True)["model"]
+        b = torch.load(tmp_path / f"s{r}" / "ckpt" / "step_000030.pt", weights_only=True)["model"]
+        assert a.keys() == b.keys()
+        for n in a:
+            torch.testing.assert_close(a[n], b[n], rtol=1e-4, atol=1e-5)
+    half = [str(tmp_path / f"h{r}") for r in range(3)]
+    train([small_cfg(steps=20, seed=c.seed, op=c.op) for c in cfgs], half, log=quiet)
+    resumed = train(cfgs, half, resume=True, log=quiet)
+    for r in range(3):
+        np.testing.assert_array_equal(resumed[r]["test_loss"], batched[r]["test_loss"])
+
+
+def test_batched_runs_must_share_shape_and_optimizer(tmp_path):
+    with pytest.raises(Stop, match="not lr"):
+        train([small_cfg(), small_cfg(lr=0.01)], [str(tmp_path / "a"), str(tmp_path / "b")], log=quiet)
+    with pytest.raises(SystemExit, match="--name names one run"):
+        main(["--seed", "0", "1", "--name", "x", "--out", str(tmp_path)])

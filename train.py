@@ -5,6 +5,7 @@ Full-batch training on modular arithmetic, writing checkpoints and a .npz of met
     python train.py --preset nanda               # Nanda et al.'s mainline (ReLU, causal, 40k steps)
     python train.py --preset alquabeh --embed onehot   # embedding-MLP without embeddings
     python train.py --ln pre --seed 0 --steps 20000 --resume   # continue a run
+    python train.py --ln pre --seed 456 789 111 222 333   # five seeds batched in one process
 
 Writes runs/<name>/{config.json, metrics.npz, resume.pt, ckpt/step_XXXXXX.pt}.
 """
@@ -21,17 +22,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from model import Config, PRESETS, build_model
+from data import OPS, Stop, check_task, make_data
+from model import Config, PRESETS, Stacked, build_model
 
-OPS = {  # name -> label of (a, b) mod p
-    "add": lambda a, b, p: (a + b) % p,
-    "sub": lambda a, b, p: (a - b) % p,
-    "mul": lambda a, b, p: (a * b) % p,
-    "div": lambda a, b, p: (a * torch.tensor([pow(int(x), p - 2, p) for x in b])) % p,  # b != 0
-    "a2+b2": lambda a, b, p: (a * a + b * b) % p,
-    "a2+ab+b2": lambda a, b, p: (a * a + a * b + b * b) % p,
-    "a3+ab+b3": lambda a, b, p: (a ** 3 + a * b + b ** 3) % p,
-}
 GROK = 0.01  # "generalized" = first step with loss <= this (Singh et al.)
 
 HELP = dict(
@@ -53,10 +46,6 @@ HELP = dict(
 )
 
 
-class Stop(Exception):
-    """Bad input or an unusable run: main() prints it as one line."""
-
-
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", default="singh", choices=list(PRESETS), help="defaults to start from (default singh)")
@@ -68,6 +57,8 @@ def parse_args(argv=None):
             ap.add_argument(flag, action=argparse.BooleanOptionalAction, **kw)
         elif isinstance(d, tuple):
             ap.add_argument(flag, type=float, nargs=2, **kw)
+        elif f.name == "seed":  # several seeds: trained together, batched (see Stacked)
+            ap.add_argument(flag, type=int, nargs="+", **kw)
         else:
             ap.add_argument(flag, type=int if f.name == "data_seed" else type(d), **kw)
     ap.add_argument("--device", default="auto", help="auto | cpu | cuda | mps")
@@ -77,8 +68,9 @@ def parse_args(argv=None):
     ap.add_argument("--stop-after-grok", type=int, metavar="N", help="stop N steps after test loss <= 0.01")
     args = ap.parse_args(argv)
     given = {f.name: getattr(args, f.name) for f in fields(Config) if getattr(args, f.name) is not None}
-    cfg = Config.from_dict({**PRESETS[args.preset], **given})
-    return cfg, args, given
+    seeds = given.pop("seed", [Config.seed])
+    cfgs = [Config.from_dict({**PRESETS[args.preset], **given, "seed": s}) for s in seeds]
+    return cfgs, args, given
 
 
 def run_name(cfg, preset, given):
@@ -90,78 +82,6 @@ def run_name(cfg, preset, given):
             v = "-".join(map(str, v)) if isinstance(v, (tuple, list)) else v
             parts.append(f"{k.replace('_', '-')}-{v}")
     return "_".join(parts + [f"s{cfg.seed}"])
-
-
-def check_task(cfg):
-    p = cfg.p
-    if cfg.op not in OPS:
-        raise Stop(f"unknown --op {cfg.op!r}; choose from {', '.join(OPS)}")
-    if p < 2:
-        raise Stop(f"--p {p} must be at least 2")
-    if cfg.op == "div" and any(p % q == 0 for q in range(2, int(p ** 0.5) + 1)):
-        raise Stop(f"--op div needs a prime --p (b has no inverse mod {p})")
-    if not 0 < cfg.frac < 1:
-        raise Stop(f"--frac {cfg.frac} must be in (0, 1)")
-    if cfg.split not in ("random", "balanced", "square", "strip"):
-        raise Stop(f"unknown --split {cfg.split!r}; choose from random, balanced, square, strip")
-    if cfg.split in ("square", "strip") and not 0 <= cfg.hole < p - 1:
-        raise Stop(f"--hole {cfg.hole} must be in [0, {p - 2}] for p={p}: the hole may not cover every a")
-    if cfg.split not in ("square", "strip") and cfg.hole:
-        raise Stop("--hole needs --split square or strip")
-    for k in ("steps", "eval_every", "ckpt_every"):
-        if getattr(cfg, k) < 1:
-            raise Stop(f"--{k.replace('_', '-')} must be positive")
-    if cfg.lr <= 0 or cfg.wd < 0 or cfg.alpha <= 0:
-        raise Stop("--lr and --alpha must be positive, --wd non-negative")
-    if cfg.emb_lr_ratio != "auto":
-        try:
-            assert float(cfg.emb_lr_ratio) > 0
-        except (ValueError, AssertionError):
-            raise Stop(f"--emb-lr-ratio {cfg.emb_lr_ratio!r} must be a positive number or 'auto'")
-
-
-def all_pairs(cfg):
-    """Every pair [a, b, '='] (row a*p + b), its label, and whether it exists (div: b != 0)."""
-    p = cfg.p
-    a, b = (t.flatten() for t in torch.meshgrid(torch.arange(p), torch.arange(p), indexing="ij"))
-    valid = b != 0 if cfg.op == "div" else torch.ones(p * p, dtype=torch.bool)
-    y = torch.zeros(p * p, dtype=torch.long)
-    y[valid] = OPS[cfg.op](a[valid], b[valid], p)
-    return torch.stack([a, b, torch.full_like(a, p)], 1), y, valid
-
-
-def train_mask(cfg, valid):
-    """Which pairs are trained on: a seeded split of the valid pairs."""
-    p = cfg.p
-    a, b = torch.arange(p * p) // p, torch.arange(p * p) % p
-    n_train = int(cfg.frac * int(valid.sum()))
-    g = torch.Generator().manual_seed(cfg.seed if cfg.data_seed is None else cfg.data_seed)
-    if cfg.split == "balanced":
-        # Frequency-aware sampling (AlQuabeh et al.): pairs (a, pi(a + s)) for a random relabelling
-        # pi and distinct shifts s. Each shift is a perfect matching, so whole shifts give every
-        # operand the same count at both positions and the last, partial one adds at most 1.
-        pi, shifts, order = torch.randperm(p, generator=g), torch.randperm(p, generator=g), torch.randperm(p, generator=g)
-        cand = torch.cat([order * p + pi[(order + s) % p] for s in shifts])
-        cand = cand[valid[cand]]
-    else:
-        hole = torch.zeros(p * p, dtype=torch.bool)
-        if cfg.split == "square":
-            hole = (a <= cfg.hole) & (b <= cfg.hole)
-        elif cfg.split == "strip":
-            hole = a <= cfg.hole
-        cand = torch.nonzero(valid & ~hole).flatten()
-        cand = cand[torch.randperm(len(cand), generator=g)]
-    train = torch.zeros(p * p, dtype=torch.bool)
-    train[cand[:n_train]] = True
-    return train
-
-
-def make_data(cfg):
-    """(x_train, y_train, x_test, y_test); x rows are [a, b, '=']."""
-    x, y, valid = all_pairs(cfg)
-    train = train_mask(cfg, valid)
-    test = valid & ~train
-    return x[train], y[train], x[test], y[test]
 
 
 def save_atomic(obj, path):
@@ -188,12 +108,14 @@ def load_checkpoint(path):
 
 
 def loss_fn(logits, y):
-    # Cross-entropy in float64: float32 softmax underflow causes loss spikes (Nanda et al.).
-    return F.cross_entropy(logits.double(), y)
+    """Mean cross-entropy over the last axis of y: (..., N, C), (..., N) -> (...).
+    In float64: float32 softmax underflow causes loss spikes (Nanda et al.)."""
+    ce = F.cross_entropy(logits.double().flatten(0, -2), y.flatten(), reduction="none")
+    return ce.view(y.shape).mean(-1)
 
 
 def accuracy(logits, y):
-    return (logits.argmax(-1) == y).double().mean().item()
+    return (logits.argmax(-1) == y).double().mean(-1)
 
 
 def emb_lr_ratio(model, cfg, x_train):
@@ -213,12 +135,39 @@ def lr_at(cfg, step):
     return lr * (min(step / cfg.warmup, 1.0) if cfg.warmup else 1.0)  # Nanda: step 0 has lr 0
 
 
-def make_optimizer(model, cfg):
+def make_optimizer(named, cfg):
     wd = cfg.wd * (1e-3 / cfg.lr if cfg.fix_wd else 1.0)
-    emb = [p for n, p in model.named_parameters() if n == "embed.weight"]
-    rest = [p for n, p in model.named_parameters() if n != "embed.weight"]
+    emb = [p for n, p in named if n == "embed.weight"]
+    rest = [p for n, p in named if n != "embed.weight"]
     groups = [dict(params=rest, emb=False)] + ([dict(params=emb, emb=True)] if emb else [])
     return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, weight_decay=wd)
+
+
+def named_params(model):
+    return list(zip(model.names, model.flat)) if isinstance(model, Stacked) else list(model.named_parameters())
+
+
+def run_state(model, opt, r):
+    """Run r's model state_dict and AdamW state_dict, sliced out of a stack."""
+    if not isinstance(model, Stacked):
+        return model.state_dict(), opt.state_dict()
+    sd = opt.state_dict()
+    sd["state"] = {i: {k: (v[r] if v.dim() else v) for k, v in st.items()} for i, st in sd["state"].items()}
+    return {n: p[r].detach().clone() for n, p in named_params(model)}, sd
+
+
+def load_runs(model, opt, cks):
+    """Inverse of run_state: load R runs' checkpoints into the (stacked) model and optimizer."""
+    if not isinstance(model, Stacked):
+        model.load_state_dict(cks[0]["model"])
+        return opt.load_state_dict(cks[0]["optim"])
+    with torch.no_grad():
+        for n, p in named_params(model):
+            p.copy_(torch.stack([ck["model"][n] for ck in cks]))
+    sd = cks[0]["optim"]
+    sd["state"] = {i: {k: (torch.stack([ck["optim"]["state"][i][k] for ck in cks]) if v.dim() else v)
+                       for k, v in st.items()} for i, st in sd["state"].items()}
+    opt.load_state_dict(sd)
 
 
 def pick_device(name):
@@ -238,47 +187,80 @@ def first_below(steps, values, thr=GROK):
     return int(np.asarray(steps)[hit[0]]) if len(hit) else None
 
 
-def train(cfg, run_dir, device="cpu", resume=False, stop_after_grok=None, log=print):
-    """The one training loop. Returns the metrics dict (lists)."""
-    check_task(cfg)
-    x_tr, y_tr, x_te, y_te = (t.to(device) for t in make_data(cfg))
-    if len(x_tr) == 0 or len(x_te) == 0:
-        raise Stop(f"empty {'train' if len(x_tr) == 0 else 'test'} set for this --frac/--split/--hole")
+STACKABLE = ("seed", "data_seed", "op", "split", "hole")  # may differ between runs trained together
+
+
+def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, log=print):
+    """The one training loop, for one run (a Config and a folder) or several runs of one shape
+    (lists, differing only in STACKABLE options) trained together. Returns the metrics (for
+    several runs, a list of them)."""
+    single = isinstance(cfgs, Config)
+    cfgs, run_dirs = ([cfgs], [run_dirs]) if single else (list(cfgs), list(run_dirs))
+    cfg, R = cfgs[0], len(cfgs)
+    for c in cfgs:
+        check_task(c)
+        other = [f.name for f in fields(Config) if f.name not in STACKABLE and getattr(c, f.name) != getattr(cfg, f.name)]
+        if other:
+            raise Stop(f"runs trained together may differ only in {', '.join(STACKABLE)}, not {', '.join(other)}")
+    data = [make_data(c) for c in cfgs]
+    if any(len(d[0]) == 0 or len(d[2]) == 0 for d in data):
+        raise Stop("empty train or test set for this --frac/--split/--hole")
+    if len({(len(d[0]), len(d[2])) for d in data}) > 1:
+        raise Stop("runs trained together need train and test sets of one size")
+    x_tr, y_tr, x_te, y_te = (torch.stack(t).to(device) for t in zip(*data))  # (R, N, ...)
+    if R > 1 and cfg.emb_lr_ratio == "auto":
+        raise Stop("--emb-lr-ratio auto differs per run: train such runs one at a time")
     try:
-        model = build_model(cfg).to(device)
+        models = [build_model(c).to(device) for c in cfgs]
     except ValueError as e:
         raise Stop(str(e))
-    opt = make_optimizer(model, cfg)
+    model = models[0] if R == 1 else Stacked(models)
+    forward = (lambda x: model(x[0])[None]) if R == 1 else model
+    params = [p for _, p in named_params(model)]
+    opt = make_optimizer(named_params(model), cfg)
     keys = ["step", "train_loss", "train_acc", "test_loss", "test_acc", "weight_norm",
             "update_norm", "lr", "emb_lr_ratio"]
-    metrics, start = {k: [] for k in keys}, 0
-    os.makedirs(os.path.join(run_dir, "ckpt"), exist_ok=True)
+    metrics, start = [{k: [] for k in keys} for _ in range(R)], 0
+    for d in run_dirs:
+        os.makedirs(os.path.join(d, "ckpt"), exist_ok=True)
     if resume:
-        ck = load_checkpoint(os.path.join(run_dir, "resume.pt"))
-        old = Config.from_dict(ck["config"])
-        diff = [f.name for f in fields(Config) if f.name != "steps" and getattr(old, f.name) != getattr(cfg, f.name)]
-        if diff:
-            raise Stop(f"--resume: {run_dir} was trained with a different config ({', '.join(diff)})")
-        model.load_state_dict(ck["model"])
-        opt.load_state_dict(ck["optim"])
-        start = ck["step"]
-        old_m = np.load(os.path.join(run_dir, "metrics.npz"))
-        keep = old_m["step"] < start  # rows from `start` on are recomputed, as uninterrupted
-        metrics = {k: list(old_m[k][keep]) for k in keys}
-        log(f"resuming {run_dir} at step {start}")
-    save_atomic(cfg.to_dict(), os.path.join(run_dir, "config.json"))
-    ratio = emb_lr_ratio(model, cfg, x_tr)
+        cks = [load_checkpoint(os.path.join(d, "resume.pt")) for d in run_dirs]
+        for c, d, ck in zip(cfgs, run_dirs, cks):
+            old = Config.from_dict(ck["config"])
+            diff = [f.name for f in fields(Config) if f.name != "steps" and getattr(old, f.name) != getattr(c, f.name)]
+            if diff:
+                raise Stop(f"--resume: {d} was trained with a different config ({', '.join(diff)})")
+        if len({ck["step"] for ck in cks}) > 1:
+            raise Stop("--resume: the runs stopped at different steps; resume them one at a time")
+        load_runs(model, opt, cks)
+        start = cks[0]["step"]
+        for m, d in zip(metrics, run_dirs):
+            old_m = np.load(os.path.join(d, "metrics.npz"))
+            keep = old_m["step"] < start  # rows from `start` on are recomputed, as uninterrupted
+            m.update({k: list(old_m[k][keep]) for k in keys})
+        log(f"resuming {', '.join(run_dirs)} at step {start}")
+    for c, d in zip(cfgs, run_dirs):
+        save_atomic(c.to_dict(), os.path.join(d, "config.json"))
+    ratio = emb_lr_ratio(model, cfg, x_tr[0])
 
-    def save(step, resumable=True):
-        ck = dict(step=step, config=cfg.to_dict(), model=model.state_dict())
-        save_atomic(ck, os.path.join(run_dir, "ckpt", f"step_{step:06d}.pt"))
-        if resumable:
-            save_atomic(dict(ck, optim=opt.state_dict()), os.path.join(run_dir, "resume.pt"))
-        save_atomic({k: np.array(v) for k, v in metrics.items()}, os.path.join(run_dir, "metrics.npz"))
+    def save_metrics():
+        for m, d in zip(metrics, run_dirs):
+            save_atomic({k: np.array(v) for k, v in m.items()}, os.path.join(d, "metrics.npz"))
+
+    def save(step):
+        for r, (c, d) in enumerate(zip(cfgs, run_dirs)):
+            state, optim = run_state(model, opt, r)
+            ck = dict(step=step, config=c.to_dict(), model=state)
+            save_atomic(ck, os.path.join(d, "ckpt", f"step_{step:06d}.pt"))
+            save_atomic(dict(ck, optim=optim), os.path.join(d, "resume.pt"))
+        save_metrics()
+
+    def per_run(t):  # a parameter as (R, ...)
+        return t if R > 1 else t[None]
 
     interrupted = []
     old_handler = signal.signal(signal.SIGINT, lambda *_: interrupted.append(1))  # stop between steps
-    t0, last_print, grok_step, end = time.time(), 0.0, None, cfg.steps
+    t0, last_print, grok, end = time.time(), 0.0, [None] * R, cfg.steps
     try:
         for step in range(start, cfg.steps + 1):
             if interrupted:
@@ -288,67 +270,75 @@ def train(cfg, run_dir, device="cpu", resume=False, stop_after_grok=None, log=pr
             lr = lr_at(cfg, step)
             evaluate = step % cfg.eval_every == 0 or step % cfg.ckpt_every == 0 or step == end
             if evaluate and cfg.emb_lr_ratio == "auto":
-                ratio = emb_lr_ratio(model, cfg, x_tr)
+                ratio = emb_lr_ratio(model, cfg, x_tr[0])
             for g in opt.param_groups:
                 g["lr"] = lr * ratio if g["emb"] else lr
-            logits = model(x_tr)
-            loss = loss_fn(logits, y_tr)
-            if evaluate:
-                if not math.isfinite(loss.item()):
-                    save_atomic({k: np.array(v) for k, v in metrics.items()}, os.path.join(run_dir, "metrics.npz"))
-                    log(f"error: train loss is {loss.item()} at step {step}; stopped. The last good "
+            logits = forward(x_tr)
+            losses = loss_fn(logits, y_tr)
+            if evaluate:  # the only host synchronisation: once per evaluation
+                if not torch.isfinite(losses).all():
+                    save_metrics()
+                    log(f"error: train loss is {losses.tolist() if R > 1 else losses.item()} at step {step}; stopped. The last good "
                         f"checkpoint is kept: change --lr or --dtype and start again")
                     break
                 with torch.no_grad():
-                    test_logits = model(x_te)
-                    before = [p.detach().clone() for p in model.parameters()]
-                row = dict(step=step, train_loss=loss.item(), train_acc=accuracy(logits, y_tr),
-                           test_loss=loss_fn(test_logits, y_te).item(), test_acc=accuracy(test_logits, y_te),
-                           weight_norm=sum(float((p.double() ** 2).sum()) for p in before),
-                           update_norm=float("nan"), lr=lr, emb_lr_ratio=ratio)
-                for k in keys:
-                    metrics[k].append(row[k])
-                if grok_step is None and row["test_loss"] <= GROK:
-                    grok_step = step
-                    if stop_after_grok is not None:
-                        end = min(end, step + stop_after_grok)
+                    test_logits = forward(x_te)
+                    before = [p.detach().clone() for p in params]
+                    cols = dict(train_loss=losses, train_acc=accuracy(logits, y_tr),
+                                test_loss=loss_fn(test_logits, y_te), test_acc=accuracy(test_logits, y_te),
+                                weight_norm=sum((per_run(p).double() ** 2).flatten(1).sum(1) for p in before))
+                    cols = {k: v.tolist() for k, v in cols.items()}
+                for r, m in enumerate(metrics):
+                    row = dict(step=step, update_norm=float("nan"), lr=lr, emb_lr_ratio=ratio, **{k: v[r] for k, v in cols.items()})
+                    for k in keys:
+                        m[k].append(row[k])
+                    if grok[r] is None and row["test_loss"] <= GROK:
+                        grok[r] = step
+                if stop_after_grok is not None and None not in grok:
+                    end = min(end, max(grok) + stop_after_grok)
                 if step == end:
                     save(step)
                     break
                 if step % cfg.ckpt_every == 0:
                     save(step)  # before the update: the checkpoint holds theta_step
             opt.zero_grad(set_to_none=True)
-            loss.backward()
+            losses.sum().backward()  # runs share no parameter: each gets its own gradient
             opt.step()
             if evaluate:
                 with torch.no_grad():  # ||theta_{t+1} - theta_t|| of this step
-                    metrics["update_norm"][-1] = math.sqrt(sum(float(((p - q).double() ** 2).sum()) for p, q in zip(model.parameters(), before)))
+                    upd = sum((per_run(p - q).double() ** 2).flatten(1).sum(1) for p, q in zip(params, before)).sqrt()
+                    for m, u in zip(metrics, upd.tolist()):
+                        m["update_norm"][-1] = u
                 now = time.time()
                 if now - last_print > 5:
                     last_print = now
-                    done = step + 1 - start
-                    ms = 1000 * (now - t0) / done
-                    log(f"step {step:6d}/{end} | train {row['train_loss']:.2e} acc {row['train_acc']:.3f} | "
-                        f"test {row['test_loss']:.2e} acc {row['test_acc']:.3f} | {ms:.1f} ms/step | "
-                        f"{(end - step) * ms / 1000:.0f}s left")
+                    ms = 1000 * (now - t0) / (step + 1 - start)
+                    mean = lambda k: np.mean([m[k][-1] for m in metrics])
+                    log(f"step {step:6d}/{end} | train {mean('train_loss'):.2e} acc {mean('train_acc'):.3f} | "
+                        f"test {mean('test_loss'):.2e} acc {mean('test_acc'):.3f} | {ms:.1f} ms/step | "
+                        f"{(end - step) * ms / 1000:.0f}s left" + (f" | means of {R} runs" if R > 1 else ""))
     finally:
         signal.signal(signal.SIGINT, old_handler)
-    tr, te = first_below(metrics["step"], metrics["train_loss"]), first_below(metrics["step"], metrics["test_loss"])
-    log(f"done in {time.time() - t0:.1f}s | train loss <= {GROK} at step {tr if tr is not None else 'not reached'} | "
-        f"test loss <= {GROK} at step {te if te is not None else 'not reached'}")
-    return metrics
+    for d, m in zip(run_dirs, metrics):
+        tr, te = first_below(m["step"], m["train_loss"]), first_below(m["step"], m["test_loss"])
+        log(f"{d}: done in {time.time() - t0:.1f}s | train loss <= {GROK} at step {tr if tr is not None else 'not reached'} | "
+            f"test loss <= {GROK} at step {te if te is not None else 'not reached'}")
+    return metrics[0] if single else metrics
 
 
 def main(argv=None):
-    cfg, args, given = parse_args(argv)
+    cfgs, args, given = parse_args(argv)
     try:
         device = pick_device(args.device)
-        name = args.name or run_name(cfg, args.preset, given)
-        run_dir = os.path.join(args.out, name)
-        if not args.resume and os.path.exists(os.path.join(run_dir, "resume.pt")):
-            raise Stop(f"{run_dir} exists: add --resume to continue it, or pick another --name")
-        print(f"run {run_dir} on {device}")
-        train(cfg, run_dir, device, args.resume, args.stop_after_grok)
+        if args.name and len(cfgs) > 1:
+            raise Stop("--name names one run; several seeds get names of their own")
+        run_dirs = [os.path.join(args.out, args.name or run_name(c, args.preset, given)) for c in cfgs]
+        for d in run_dirs:
+            if not args.resume and os.path.exists(os.path.join(d, "resume.pt")):
+                raise Stop(f"{d} exists: add --resume to continue it, or pick another --name")
+        print(f"run {', '.join(run_dirs)} on {device}")
+        train(cfgs[0] if len(cfgs) == 1 else cfgs, run_dirs[0] if len(cfgs) == 1 else run_dirs,
+              device, args.resume, args.stop_after_grok)
     except Stop as e:
         sys.exit(f"error: {e}")
 

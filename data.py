@@ -1,0 +1,94 @@
+"""
+The task: every pair [a, b, '='] of an operation mod p, its label, and the seeded train/test
+split (random, balanced, or with a square or strip dug out).
+
+    from data import make_data
+    x_train, y_train, x_test, y_test = make_data(Config())
+"""
+import torch
+
+
+class Stop(Exception):
+    """Bad input or an unusable run: the scripts print it as one line and go on or exit."""
+
+
+OPS = {  # name -> label of (a, b) mod p
+    "add": lambda a, b, p: (a + b) % p,
+    "sub": lambda a, b, p: (a - b) % p,
+    "mul": lambda a, b, p: (a * b) % p,
+    "div": lambda a, b, p: (a * torch.tensor([pow(int(x), p - 2, p) for x in b])) % p,  # b != 0
+    "a2+b2": lambda a, b, p: (a * a + b * b) % p,
+    "a2+ab+b2": lambda a, b, p: (a * a + a * b + b * b) % p,
+    "a3+ab+b3": lambda a, b, p: (a ** 3 + a * b + b ** 3) % p,
+}
+
+def check_task(cfg):
+    p = cfg.p
+    if cfg.op not in OPS:
+        raise Stop(f"unknown --op {cfg.op!r}; choose from {', '.join(OPS)}")
+    if p < 2:
+        raise Stop(f"--p {p} must be at least 2")
+    if cfg.op == "div" and any(p % q == 0 for q in range(2, int(p ** 0.5) + 1)):
+        raise Stop(f"--op div needs a prime --p (b has no inverse mod {p})")
+    if not 0 < cfg.frac < 1:
+        raise Stop(f"--frac {cfg.frac} must be in (0, 1)")
+    if cfg.split not in ("random", "balanced", "square", "strip"):
+        raise Stop(f"unknown --split {cfg.split!r}; choose from random, balanced, square, strip")
+    if cfg.split in ("square", "strip") and not 0 <= cfg.hole < p - 1:
+        raise Stop(f"--hole {cfg.hole} must be in [0, {p - 2}] for p={p}: the hole may not cover every a")
+    if cfg.split not in ("square", "strip") and cfg.hole:
+        raise Stop("--hole needs --split square or strip")
+    for k in ("steps", "eval_every", "ckpt_every"):
+        if getattr(cfg, k) < 1:
+            raise Stop(f"--{k.replace('_', '-')} must be positive")
+    if cfg.lr <= 0 or cfg.wd < 0 or cfg.alpha <= 0:
+        raise Stop("--lr and --alpha must be positive, --wd non-negative")
+    if cfg.emb_lr_ratio != "auto":
+        try:
+            assert float(cfg.emb_lr_ratio) > 0
+        except (ValueError, AssertionError):
+            raise Stop(f"--emb-lr-ratio {cfg.emb_lr_ratio!r} must be a positive number or 'auto'")
+
+
+def all_pairs(cfg):
+    """Every pair [a, b, '='] (row a*p + b), its label, and whether it exists (div: b != 0)."""
+    p = cfg.p
+    a, b = (t.flatten() for t in torch.meshgrid(torch.arange(p), torch.arange(p), indexing="ij"))
+    valid = b != 0 if cfg.op == "div" else torch.ones(p * p, dtype=torch.bool)
+    y = torch.zeros(p * p, dtype=torch.long)
+    y[valid] = OPS[cfg.op](a[valid], b[valid], p)
+    return torch.stack([a, b, torch.full_like(a, p)], 1), y, valid
+
+
+def train_mask(cfg, valid):
+    """Which pairs are trained on: a seeded split of the valid pairs."""
+    p = cfg.p
+    a, b = torch.arange(p * p) // p, torch.arange(p * p) % p
+    n_train = int(cfg.frac * int(valid.sum()))
+    g = torch.Generator().manual_seed(cfg.seed if cfg.data_seed is None else cfg.data_seed)
+    if cfg.split == "balanced":
+        # Frequency-aware sampling (AlQuabeh et al.): pairs (a, pi(a + s)) for a random relabelling
+        # pi and distinct shifts s. Each shift is a perfect matching, so whole shifts give every
+        # operand the same count at both positions and the last, partial one adds at most 1.
+        pi, shifts, order = torch.randperm(p, generator=g), torch.randperm(p, generator=g), torch.randperm(p, generator=g)
+        cand = torch.cat([order * p + pi[(order + s) % p] for s in shifts])
+        cand = cand[valid[cand]]
+    else:
+        hole = torch.zeros(p * p, dtype=torch.bool)
+        if cfg.split == "square":
+            hole = (a <= cfg.hole) & (b <= cfg.hole)
+        elif cfg.split == "strip":
+            hole = a <= cfg.hole
+        cand = torch.nonzero(valid & ~hole).flatten()
+        cand = cand[torch.randperm(len(cand), generator=g)]
+    train = torch.zeros(p * p, dtype=torch.bool)
+    train[cand[:n_train]] = True
+    return train
+
+
+def make_data(cfg):
+    """(x_train, y_train, x_test, y_test); x rows are [a, b, '=']."""
+    x, y, valid = all_pairs(cfg)
+    train = train_mask(cfg, valid)
+    test = valid & ~train
+    return x[train], y[train], x[test], y[test]
