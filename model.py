@@ -26,7 +26,7 @@ from torch.func import functional_call, stack_module_state, vmap
 class Config:
     # task
     p: int = 113                # modulus; vocabulary is p operands + '='
-    op: str = "add"             # see OPS in train.py
+    op: str = "add"             # see OPS in data.py
     frac: float = 0.3           # fraction of all pairs used for training
     split: str = "random"       # random | balanced | square | strip
     hole: int = 0               # size of the dug-out square/strip (Gu et al.)
