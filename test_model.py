@@ -312,8 +312,15 @@ def test_nan_stops_and_keeps_the_last_good_checkpoint(tmp_path):
 
 # ---------------------------------------------------------------- training works
 
-def test_short_run_lowers_the_loss(tmp_path):
-    m = train(small_cfg(steps=50), str(tmp_path / "r"), log=quiet)
+@pytest.mark.parametrize("ln", list(LN_PLACEMENTS))
+def test_every_ln_placement_trains(ln, tmp_path):
+    m = train(small_cfg(steps=100, lr=3e-3, ln=ln), str(tmp_path / "r"), log=quiet)
+    assert m["train_loss"][-1] < 0.8 * m["train_loss"][0]
+
+
+@pytest.mark.parametrize("kw", [dict(model="mlp"), dict(model="mlp", embed="onehot"), dict(init="nanda", ln="off", causal=True, act="relu", warmup=10)])
+def test_other_families_train(kw, tmp_path):
+    m = train(small_cfg(steps=100, lr=3e-3, **kw), str(tmp_path / "r"), log=quiet)
     assert m["train_loss"][-1] < 0.8 * m["train_loss"][0]
 
 

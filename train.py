@@ -23,19 +23,19 @@ import torch
 import torch.nn.functional as F
 
 from data import OPS, Stop, check_task, make_data
-from model import Config, PRESETS, Stacked, build_model
+from model import Config, LN_PLACEMENTS, PRESETS, Stacked, build_model
 
 GROK = 0.01  # "generalized" = first step with loss <= this (Singh et al.)
 
 HELP = dict(
     p="modulus", op=f"operation: {', '.join(OPS)}", frac="fraction of pairs in train",
     split="random | balanced (every operand equally often) | square | strip (Gu et al.)",
-    hole="size K of the dug-out square {a,b<=K} or strip {a<=K}", seed="seed of split and init",
+    hole="size K of the dug-out square {a,b<=K} or strip {a<=K}",
+    seed="seed of split and init; several seeds are trained together, batched",
     data_seed="seed of the split alone", model="transformer | mlp",
     embed="mlp: learned | onehot", n_layers="transformer blocks", d_model="width",
     n_heads="attention heads", d_mlp="MLP width", act="gelu | relu",
-    causal="causal attention mask", ln="LayerNorm placement: " + ", ".join(
-        ["off", "attn-pre", "pre", "mlp-pre", "attn-pre-qk", "attn-pre-v", "pre-v", "post"]),
+    causal="causal attention mask", ln="LayerNorm placement: " + ", ".join(LN_PLACEMENTS),
     norm="layernorm | rmsnorm", ln_eps="norm epsilon", alpha="readout scale on the logits",
     init="singh | nanda", lr="AdamW learning rate", wd="AdamW weight decay",
     betas="AdamW betas", eps="AdamW eps", warmup="linear lr warmup steps",
