@@ -96,8 +96,8 @@ def main():
     gflops = useful_flops(cfg, len(x)) / (ours / 1000) / 1e9
     for name, ms in results.items():
         print(f"{name:32s} {ms:8.1f} ms/step   {ms / ours:5.2f}x ours")
-    print(f"this project: {gflops:.0f} useful GFLOP/s; large fp32 matmul: {peak:.0f} GFLOP/s "
-          f"({100 * gflops / peak:.0f}% of it)")
+    print(f"this project: {useful_flops(cfg, len(x)) / 1e9:.2f} useful GFLOP per step = {gflops:.0f} GFLOP/s; "
+          f"large fp32 matmul: {peak:.0f} GFLOP/s (the step runs at {100 * gflops / peak:.0f}% of it)")
 
 
 if __name__ == "__main__":

@@ -217,6 +217,7 @@ def test_seed_and_data_seed():
     (["--emb-lr-ratio", "fast"], "--emb-lr-ratio"),
     (["--hole", "3"], "--hole needs --split"),
     (["--device", "tpu"], "unknown --device"),
+    (["--preset", "alquabeh", "--embed", "onehot", "--emb-lr-ratio", "auto"], "needs learned embeddings"),
 ])
 def test_bad_input_is_refused(argv, msg, tmp_path, capsys):
     with pytest.raises(SystemExit) as e:

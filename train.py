@@ -208,6 +208,8 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, log=
     if len({(len(d[0]), len(d[2])) for d in data}) > 1:
         raise Stop("runs trained together need train and test sets of one size")
     x_tr, y_tr, x_te, y_te = (torch.stack(t).to(device) for t in zip(*data))  # (R, N, ...)
+    if cfg.model == "mlp" and cfg.embed == "onehot" and (cfg.emb_lr_ratio == "auto" or float(cfg.emb_lr_ratio) != 1):
+        raise Stop("--emb-lr-ratio needs learned embeddings (--embed learned)")
     if R > 1 and cfg.emb_lr_ratio == "auto":
         raise Stop("--emb-lr-ratio auto differs per run: train such runs one at a time")
     try:
