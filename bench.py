@@ -80,6 +80,7 @@ def main():
     ap.add_argument("--device", default="cpu")
     args = ap.parse_args()
     device = pick_device(args.device)
+    torch.set_flush_denormal(True)  # as train.py does
     cfg = Config(ln=args.ln)
     x, y, xt, yt = (t.to(device) for t in make_data(cfg))
     print(f"device {device}, {torch.get_num_threads()} threads, torch {torch.__version__}, "
