@@ -157,6 +157,12 @@ def cos_template_r2(L, p, keys):
     return float((Lc * Tc).sum() ** 2 / ((Tc ** 2).sum() * (Lc ** 2).sum()))
 
 
+def rank_corr(x, y):
+    """Spearman's rank correlation (no ties expected in real-valued measures)."""
+    rx, ry = (np.argsort(np.argsort(np.asarray(v))).astype(float) for v in (x, y))
+    return float(np.corrcoef(rx, ry)[0, 1])
+
+
 # ---------------------------------------------------------------- measures that need the model
 
 def embedding(model, cfg):

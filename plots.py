@@ -10,10 +10,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from model import Config
+from analyze import rank_corr
 from train import GROK, first_below
 
-SEEDLESS = ("seed", "data_seed")
+IGNORED = ("seed", "data_seed", "steps", "eval_every", "ckpt_every")  # not what makes a configuration
 
 
 def phases(step, test_loss):
@@ -127,7 +127,7 @@ def group_runs(done):
     """Runs that differ only in seed form one configuration; labelled by what differs."""
     groups = {}
     for run, (cfg, m, r) in done.items():
-        key = tuple((k, str(v)) for k, v in cfg.to_dict().items() if k not in SEEDLESS and k != "steps")
+        key = tuple((k, str(v)) for k, v in cfg.to_dict().items() if k not in IGNORED)
         groups.setdefault(key, []).append((run, cfg, m, r))
     varying = [i for i in range(len(next(iter(groups)))) if len({k[i][1] for k in groups}) > 1] if groups else []
     return {", ".join(f"{k[i][0]}={k[i][1]}" for i in varying) or "all runs": v for k, v in groups.items()}, \
@@ -198,7 +198,7 @@ def cross_run_figures(root, done):
         xs = np.array([x for x, _ in pts])
         ys = np.array([np.nan if s is None else s for _, s in pts], dtype=float)
         ax.plot(xs, ys, "o", alpha=0.6)
-        ax.set(xscale="log", xlabel=opt, ylabel=f"steps until test loss <= {GROK}", title=f"steps to generalize against {opt} (runs that did)")
+        ax.set(xscale="log" if (xs > 0).all() else "linear", xlabel=opt, ylabel=f"steps until test loss <= {GROK}", title=f"steps to generalize against {opt} (runs that did)")
         save(fig, os.path.join(out, f"sweep_{opt}.png"))
 
     write_summary(root, groups, done)
@@ -206,7 +206,7 @@ def cross_run_figures(root, done):
 
 def write_summary(root, groups, done):
     header = ["configuration", "seeds", "train<=0.01 (mean +- std)", "test<=0.01 (mean +- std)", "reached",
-              "final test acc", "key frequencies"]
+              "final test acc", "MED-test loss rank corr", "key frequencies"]
     rows = []
     for lab, runs in groups.items():
         tr = [first_below(m["step"], m["train_loss"]) for _, _, m, _ in runs]
@@ -216,7 +216,8 @@ def write_summary(root, groups, done):
         rows.append([lab, " ".join(str(c.seed) for _, c, _, _ in runs), fmt(tr), fmt(te),
                      f"{sum(x is not None for x in te)}/{len(te)}",
                      f"{np.mean([m['test_acc'][-1] for _, _, m, _ in runs]):.3f}",
-                     "; ".join(str(list(r["keys"])) for _, _, _, r in runs)])
+                     f"{np.mean([rank_corr(r['med'], r['test_loss']) for _, _, _, r in runs]):.2f}",
+                     "; ".join(str([int(k) for k in r["keys"]]) for _, _, _, r in runs)])
     with open(os.path.join(root, "summary.csv.tmp"), "w", newline="") as f:
         csv.writer(f).writerows([header] + rows)
     os.replace(os.path.join(root, "summary.csv.tmp"), os.path.join(root, "summary.csv"))

@@ -82,6 +82,13 @@ def test_fourier_algorithm_logits_restricted_and_excluded_loss():
     assert but_keys == pytest.approx(A.ce(L, y), rel=1e-9)
 
 
+def test_rank_corr():
+    assert A.rank_corr([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert A.rank_corr([1, 2, 3, 4], [1, 8, 27, 64]) == pytest.approx(1.0)  # monotone, not linear
+    assert A.rank_corr([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    assert A.rank_corr([1, 2, 3, 4], [2, 1, 4, 3]) == pytest.approx(0.6)  # 1 - 6*4/(4*15)
+
+
 def test_uniform_attention_has_entropy_ln_positions():
     w = torch.full((10, 4, 3, 3), 1 / 3)
     torch.testing.assert_close(A.attention_entropy(w), torch.full((4,), math.log(3), dtype=torch.float64))
