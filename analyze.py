@@ -175,7 +175,7 @@ def embedding(model, cfg):
 def neuron_logit_map(model, cfg):
     """W_L (p classes, d_mlp): logits as a linear function of the MLP neurons."""
     if cfg.model == "transformer":
-        return (model.unembed.T @ model.blocks[0 if cfg.n_layers == 1 else -1].fc2.weight)[:cfg.p]
+        return (model.unembed.T @ model.blocks[-1].fc2.weight)[:cfg.p]
     return model.readout.weight[:cfg.p]
 
 

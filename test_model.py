@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from model import Config, LN_PLACEMENTS, build_model
-from data import Stop, check_task, make_data
+from data import Stop, make_data
 from train import load_checkpoint, main, train
 
 HERE = os.path.dirname(os.path.abspath(__file__))

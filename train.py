@@ -11,7 +11,6 @@ Writes runs/<name>/{config.json, metrics.npz, resume.pt, ckpt/step_XXXXXX.pt}.
 """
 import argparse
 import json
-import math
 import os
 import signal
 import sys
