@@ -14,6 +14,9 @@ from analyze import rank_corr
 from train import GROK, first_below
 
 IGNORED = ("seed", "data_seed", "steps", "eval_every", "ckpt_every")  # not what makes a configuration
+# Summary measures are compared at one step that every run reaches (runs may stop soon after
+# generalizing, --stop-after-grok): after memorization, before most configurations generalize.
+AT = 1000
 
 
 def phases(step, test_loss):
@@ -204,18 +207,32 @@ def cross_run_figures(root, done):
     write_summary(root, groups, done)
 
 
+def fmt(values, digits=0):
+    """mean +- std of the values that exist (None: a run that never got there)."""
+    v = [x for x in values if x is not None]
+    if v and np.isnan(v).all():
+        return "-"  # a measure this model has not (attention entropy of the embedding-MLP)
+    return f"{np.mean(v):.{digits}f} +- {np.std(v):.{digits}f}" if v else "not reached"
+
+
+def at(r, key, step=AT):
+    """An analysis measure at `step`, or None if the run has none there."""
+    return float(np.interp(step, r["step"], r[key])) if key in r and r["step"][-1] >= step else None
+
+
 def write_summary(root, groups, done):
     header = ["configuration", "seeds", "train<=0.01 (mean +- std)", "test<=0.01 (mean +- std)", "reached",
-              "final test acc", "MED-test loss rank corr", "key frequencies"]
+              "final test acc", "C_Fourier at generalization", f"attn entropy at {AT}", f"SR-train at {AT}",
+              f"eff. rank at {AT}", "MED-test loss rank corr", "key frequencies"]
     rows = []
     for lab, runs in groups.items():
         tr = [first_below(m["step"], m["train_loss"]) for _, _, m, _ in runs]
         te = grok_steps(runs)
-        fmt = lambda v: (f"{np.mean([x for x in v if x is not None]):.0f} +- {np.std([x for x in v if x is not None]):.0f}"
-                         if any(x is not None for x in v) else "not reached")
         rows.append([lab, " ".join(str(c.seed) for _, c, _, _ in runs), fmt(tr), fmt(te),
                      f"{sum(x is not None for x in te)}/{len(te)}",
                      f"{np.mean([m['test_acc'][-1] for _, _, m, _ in runs]):.3f}",
+                     fmt([at(r, "c_fourier", g) for (_, _, _, r), g in zip(runs, te) if g is not None], 2),
+                     *(fmt([at(r, k) for _, _, _, r in runs], 3 if k == "attn_entropy" else 2) for k in ("attn_entropy", "sr_train", "eff_rank")),
                      f"{np.mean([rank_corr(r['med'], r['test_loss']) for _, _, _, r in runs]):.2f}",
                      "; ".join(str([int(k) for k in r["keys"]]) for _, _, _, r in runs)])
     with open(os.path.join(root, "summary.csv.tmp"), "w", newline="") as f:

@@ -13,6 +13,7 @@ import torch
 from torch.autograd.functional import hessian
 
 import analyze as A
+import plots
 from model import Config, build_model
 from train import train
 
@@ -170,11 +171,19 @@ def test_analyze_folder_of_runs_and_skip_bad_ones(tmp_path, capsys):
     for f in ("loss_by_config", "steps_to_generalize", "c_fourier_by_config", "sr_train_by_config"):
         assert (tmp_path / "figures" / f"{f}.png").exists()
     summary = (tmp_path / "summary.md").read_text()
-    assert "0 1" in summary and "ln=pre" in summary and "ln=off" in summary
+    assert "0 1" in summary and "ln=pre" in summary and "ln=off" in summary and "SR-train at 1000" in summary
     # unchanged checkpoints: not recomputed
     mtime = os.path.getmtime(tmp_path / "pre_s0" / "analysis.npz")
     A.analyse_run(str(tmp_path / "pre_s0"))
     assert os.path.getmtime(tmp_path / "pre_s0" / "analysis.npz") == mtime
+
+
+def test_summary_measures_at_a_common_step():
+    r = dict(step=np.array([0, 500, 1500]), sr_train=np.array([4.0, 2.0, 0.0]), attn_entropy=np.full(3, np.nan))
+    assert plots.at(r, "sr_train", 1000) == 1.0  # linear between checkpoints
+    assert plots.at(r, "sr_train", 2000) is None and plots.at(r, "c_fourier", 0) is None
+    assert plots.fmt([1, 3, None]) == "2 +- 1" and plots.fmt([None]) == "not reached"
+    assert plots.fmt([plots.at(r, "attn_entropy", 0)], 3) == "-"
 
 
 def test_analyze_bad_argument_is_one_line(tmp_path):

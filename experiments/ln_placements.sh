@@ -1,6 +1,8 @@
-# Singh et al.: every LN placement, the paper's five seeds, 10k steps each.
+# Singh et al.: every LN placement, the paper's five seeds, 10k-step budget; a run stops 1000 steps
+# after test loss reaches 0.01 (steps-to-generalize is what the paper compares). Seeds are the outer
+# loop, so a partial run of the list still has every placement for the first seeds.
 source "$(dirname "$0")/jobs.sh"
 OUT=runs/ln_placements
-jobs() { for ln in off attn-pre pre mlp-pre attn-pre-qk attn-pre-v pre-v; do for s in 456 789 111 222 333; do
-  echo "python train.py --ln $ln --seed $s --out $OUT"; done; done; }
+jobs() { for s in 456 789 111 222 333; do for ln in off attn-pre pre mlp-pre attn-pre-qk attn-pre-v pre-v; do
+  echo "python train.py --ln $ln --seed $s --stop-after-grok 1000 --out $OUT"; done; done; }
 run_jobs "$@"
