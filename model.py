@@ -240,16 +240,29 @@ class EmbedMLP(nn.Module):
         self.act = ACTS[cfg.act]
 
     def forward(self, tokens, cache=None, fast=None, scale_free=False):
+        """fast (default unless a cache is asked for): the first layer is linear in each operand's
+        input, fc1([u_a, u_b]) = W_a u_a + W_b u_b + bias, so it is computed on the (p+1)-row
+        tables E W_a^T and E W_b^T (one-hot input: the columns of W themselves) and gathered
+        per example, instead of an (N, 2d) x (2d, d_mlp) product. fast=False is the oracle and
+        the path for the analysis (cache, scale_free), which needs the input u itself."""
         a, b = tokens[:, 0], tokens[:, 1]
-        if self.cfg.embed == "learned":
-            u = torch.cat([self.embed(a), self.embed(b)], -1)
+        learned = self.cfg.embed == "learned"
+        if fast is None:
+            fast = cache is None and not scale_free
+        if fast:
+            Wa, Wb = self.fc1.weight.chunk(2, dim=1)
+            ta, tb = (self.embed.weight @ Wa.T, self.embed.weight @ Wb.T) if learned else (Wa.T, Wb.T)
+            h = self.act(F.embedding(a, ta) + F.embedding(b, tb) + self.fc1.bias)
         else:
-            u = torch.cat([F.one_hot(a, self.cfg.p), F.one_hot(b, self.cfg.p)], -1).to(self.fc1.weight)
-        if scale_free:
-            u = u / u.norm(dim=-1, keepdim=True)
-        h = self.act(self.fc1(u))
-        if cache is not None:
-            cache.update(mlp_in=u, mlp_act=h, resid=h)
+            if learned:
+                u = torch.cat([self.embed(a), self.embed(b)], -1)
+            else:
+                u = torch.cat([F.one_hot(a, self.cfg.p), F.one_hot(b, self.cfg.p)], -1).to(self.fc1.weight)
+            if scale_free:
+                u = u / u.norm(dim=-1, keepdim=True)
+            h = self.act(self.fc1(u))
+            if cache is not None:
+                cache.update(mlp_in=u, mlp_act=h, resid=h)
         return self.cfg.alpha * self.readout(h)
 
 

@@ -59,6 +59,22 @@ def test_fast_path_equals_general_path(ln, causal):
         torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-10)
 
 
+@pytest.mark.parametrize("embed", ["learned", "onehot"])
+def test_embed_mlp_table_path_equals_concatenation(embed):
+    cfg = Config(model="mlp", embed=embed, act="relu", dtype="float64", p=23, d_model=16, d_mlp=32)
+    model = build_model(cfg)
+    x, y = tokens(cfg.p), torch.randint(0, cfg.p, (200,))
+    out = []
+    for fast in (True, False):
+        model.zero_grad()
+        logits = model(x, fast=fast)
+        torch.nn.functional.cross_entropy(logits, y).backward()
+        out.append((logits.detach(), [p.grad.clone() for p in model.parameters()]))
+    torch.testing.assert_close(out[0][0], out[1][0], rtol=1e-10, atol=1e-10)
+    for a, b in zip(out[0][1], out[1][1]):
+        torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-12)
+
+
 def test_fast_path_attention_weights_match_last_query():
     cfg = Config(ln="pre", dtype="float64", p=23)
     model, x = build_model(cfg), tokens(23)
