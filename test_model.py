@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 import torch
 
-from model import Config, LN_PLACEMENTS, build_model
-from data import Stop, make_data
-from train import load_checkpoint, main, train
+from model import Config, LN_PLACEMENTS, build_model, check_config
+from data import Stop, check_task, make_data
+from train import load_checkpoint, main, parse_args, run_name, train
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SMALL = dict(p=23, d_model=32, n_heads=4, d_mlp=64, frac=0.5, eval_every=5, ckpt_every=10)
@@ -388,3 +388,19 @@ def test_batched_runs_must_share_shape_and_optimizer(tmp_path):
         train([small_cfg(), small_cfg(lr=0.01)], [str(tmp_path / "a"), str(tmp_path / "b")], log=quiet)
     with pytest.raises(SystemExit, match="--name names one run"):
         main(["--seed", "0", "1", "--name", "x", "--out", str(tmp_path)])
+
+
+@pytest.mark.parametrize("script", sorted(f for f in os.listdir(os.path.join(HERE, "experiments")) if f != "jobs.sh"))
+def test_experiment_scripts_list_valid_distinct_runs(script):
+    out = subprocess.run(["bash", os.path.join(HERE, "experiments", script), "--list"], capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    runs = [line.split()[2:] for line in out if line.startswith("python train.py")]
+    assert runs and out[-1].startswith("python analyze.py ")
+    names = []
+    for argv in runs:
+        cfgs, args, given = parse_args(argv)
+        for c in cfgs:
+            check_config(c)
+            check_task(c)
+            names.append(os.path.join(args.out, run_name(c, args.preset, given)))
+    assert len(set(names)) == len(names)  # no two jobs write one folder
