@@ -37,6 +37,22 @@ def quiet(*_):
 
 # ---------------------------------------------------------------- model: fast path == oracle
 
+def assert_fast_equals_oracle(model):
+    """Same logits and gradients from the fast path and the straightforward one (float64)."""
+    x, y = tokens(model.cfg.p), torch.randint(0, model.cfg.p, (200,))
+    out = []
+    for fast in (True, False):
+        model.zero_grad()
+        logits = model(x, fast=fast)
+        torch.nn.functional.cross_entropy(logits, y).backward()
+        out.append((logits.detach(), [p.grad.clone() for p in model.parameters() if p.grad is not None]))
+    (l1, g1), (l2, g2) = out
+    torch.testing.assert_close(l1, l2, rtol=1e-10, atol=1e-10)
+    assert len(g1) == len(g2)
+    for a, b in zip(g1, g2):
+        torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-10)
+
+
 @pytest.mark.parametrize("ln", list(LN_PLACEMENTS))
 @pytest.mark.parametrize("causal", [False, True])
 def test_fast_path_equals_general_path(ln, causal):
@@ -45,34 +61,13 @@ def test_fast_path_equals_general_path(ln, causal):
     for name, prm in model.named_parameters():  # LN affine params away from 1/0, so they matter
         if "ln" in name:
             prm.data += 0.1 * torch.randn_like(prm)
-    x, y = tokens(cfg.p), torch.randint(0, cfg.p, (200,))
-    grads = []
-    for fast in (True, False):
-        model.zero_grad()
-        logits = model(x, fast=fast)
-        torch.nn.functional.cross_entropy(logits, y).backward()
-        grads.append((logits.detach(), [p.grad.clone() for p in model.parameters() if p.grad is not None]))
-    (l1, g1), (l2, g2) = grads
-    torch.testing.assert_close(l1, l2, rtol=1e-10, atol=1e-10)
-    assert len(g1) == len(g2)
-    for a, b in zip(g1, g2):
-        torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-10)
+    assert_fast_equals_oracle(model)
 
 
 @pytest.mark.parametrize("embed", ["learned", "onehot"])
 def test_embed_mlp_table_path_equals_concatenation(embed):
-    cfg = Config(model="mlp", embed=embed, act="relu", dtype="float64", p=23, d_model=16, d_mlp=32)
-    model = build_model(cfg)
-    x, y = tokens(cfg.p), torch.randint(0, cfg.p, (200,))
-    out = []
-    for fast in (True, False):
-        model.zero_grad()
-        logits = model(x, fast=fast)
-        torch.nn.functional.cross_entropy(logits, y).backward()
-        out.append((logits.detach(), [p.grad.clone() for p in model.parameters()]))
-    torch.testing.assert_close(out[0][0], out[1][0], rtol=1e-10, atol=1e-10)
-    for a, b in zip(out[0][1], out[1][1]):
-        torch.testing.assert_close(a, b, rtol=1e-9, atol=1e-12)
+    assert_fast_equals_oracle(build_model(Config(model="mlp", embed=embed, act="relu", dtype="float64",
+                                                 p=23, d_model=16, d_mlp=32)))
 
 
 def test_fast_path_attention_weights_match_last_query():
