@@ -395,7 +395,6 @@ def test_experiment_scripts_list_valid_distinct_runs(script):
     for argv in runs:
         cfgs, args, given = parse_args(argv)
         for c in cfgs:
-            check_config(c)
-            check_task(c)
+            check_config(c), check_task(c)  # raise on a bad option
             names.append(os.path.join(args.out, run_name(c, args.preset, given)))
     assert len(set(names)) == len(names)  # no two jobs write one folder
