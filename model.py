@@ -168,6 +168,8 @@ class Transformer(nn.Module):
         self.unembed = nn.Parameter(torch.zeros(d, cfg.n_out))
         self.register_buffer("mask", torch.ones(3, 3).triu(1).bool() if cfg.causal else None,
                              persistent=False)
+        # a buffer, not a float, so that runs stacked with different alphas each use their own
+        self.register_buffer("alpha", torch.tensor(cfg.alpha), persistent=False)
 
     def forward(self, tokens, cache=None, fast=None, scale_free=False):
         """Logits at the last position, (N, n_out). Pass a dict as `cache` to get back the
@@ -180,7 +182,7 @@ class Transformer(nn.Module):
             self._last_general(tokens, cache, scale_free)
         if cache is not None:
             cache["resid"] = x
-        return self.cfg.alpha * (x @ self.unembed)
+        return self.alpha * (x @ self.unembed)
 
     def _last_general(self, tokens, cache, scale_free):
         # The straightforward path: PyTorch multi-head attention over all positions. It is the
@@ -238,6 +240,7 @@ class EmbedMLP(nn.Module):
         self.fc1 = nn.Linear(2 * d_in, cfg.d_mlp)
         self.readout = nn.Linear(cfg.d_mlp, cfg.n_out)
         self.act = ACTS[cfg.act]
+        self.register_buffer("alpha", torch.tensor(cfg.alpha), persistent=False)  # as Transformer's
 
     def forward(self, tokens, cache=None, fast=None, scale_free=False):
         """fast (default unless a cache is asked for): the first layer is linear in each operand's
@@ -263,7 +266,7 @@ class EmbedMLP(nn.Module):
             h = self.act(self.fc1(u))
             if cache is not None:
                 cache.update(mlp_in=u, mlp_act=h, resid=h)
-        return self.cfg.alpha * self.readout(h)
+        return self.alpha * self.readout(h)
 
 
 def _init(model, cfg):

@@ -6,10 +6,12 @@ Full-batch training on modular arithmetic, writing checkpoints and a .npz of met
     python train.py --preset alquabeh --embed onehot   # embedding-MLP without embeddings
     python train.py --ln pre --seed 0 --steps 20000 --resume   # continue a run
     python train.py --ln pre --seed 456 789 111 222 333   # five seeds batched in one process
+    python train.py --ln off --lr 3e-4 1e-3 3e-3 --fix-wd --seed 456 789 111   # 9 runs, batched
 
 Writes runs/<name>/{config.json, metrics.npz, resume.pt, ckpt/step_XXXXXX.pt}.
 """
 import argparse
+import itertools
 import json
 import os
 import signal
@@ -30,7 +32,7 @@ HELP = dict(
     p="modulus", op=f"operation: {', '.join(OPS)}", frac="fraction of pairs in train",
     split="random | balanced (every operand equally often) | square | strip (Gu et al.)",
     hole="size K of the dug-out square {a,b<=K} or strip {a<=K}",
-    seed="seed of split and init; several seeds are trained together, batched",
+    seed="seed of split and init",
     data_seed="seed of the split alone", model="transformer | mlp",
     embed="mlp: learned | onehot", n_layers="transformer blocks", d_model="width",
     n_heads="attention heads", d_mlp="MLP width", act="gelu | relu",
@@ -45,19 +47,23 @@ HELP = dict(
 )
 
 
+MULTI = ("seed", "lr", "wd", "alpha")  # may take several values: every combination is a run,
+                                      # and all of them are trained together, batched (Stacked)
+
+
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", default="singh", choices=list(PRESETS), help="defaults to start from (default singh)")
     default = Config()
     for f in fields(Config):
         flag, d = "--" + f.name.replace("_", "-"), getattr(default, f.name)
-        kw = dict(default=None, help=f"{HELP[f.name]} (default {d})")
+        kw = dict(default=None, help=f"{HELP[f.name]} (default {d}){'; several: batched runs' if f.name in MULTI else ''}")
         if isinstance(d, bool):
             ap.add_argument(flag, action=argparse.BooleanOptionalAction, **kw)
         elif isinstance(d, tuple):
             ap.add_argument(flag, type=float, nargs=2, **kw)
-        elif f.name == "seed":  # several seeds: trained together, batched (see Stacked)
-            ap.add_argument(flag, type=int, nargs="+", **kw)
+        elif f.name in MULTI:
+            ap.add_argument(flag, type=type(d), nargs="+", **kw)
         else:
             ap.add_argument(flag, type=int if f.name == "data_seed" else type(d), **kw)
     ap.add_argument("--device", default="auto", help="auto | cpu | cuda | mps")
@@ -67,8 +73,9 @@ def parse_args(argv=None):
     ap.add_argument("--stop-after-grok", type=int, metavar="N", help="stop N steps after test loss <= 0.01")
     args = ap.parse_args(argv)
     given = {f.name: getattr(args, f.name) for f in fields(Config) if getattr(args, f.name) is not None}
-    seeds = given.pop("seed", [Config.seed])
-    cfgs = [Config.from_dict({**PRESETS[args.preset], **given, "seed": s}) for s in seeds]
+    multi = {k: given[k] for k in MULTI if k in given}
+    base = {**PRESETS[args.preset], **given}
+    cfgs = [Config.from_dict({**base, **dict(zip(multi, vals))}) for vals in itertools.product(*multi.values())]
     return cfgs, args, given
 
 
@@ -76,9 +83,10 @@ def run_name(cfg, preset, given):
     """Readable and unique: preset, model, the options given explicitly, the seed."""
     parts = [] if preset == "singh" else [preset]
     parts.append(f"ln-{cfg.ln}" if cfg.model == "transformer" else f"mlp-{cfg.embed}")
-    for k, v in given.items():
+    for k in given:
         if k not in ("ln", "embed", "seed", "model"):
-            v = "-".join(map(str, v)) if isinstance(v, (tuple, list)) else v
+            v = getattr(cfg, k)
+            v = "-".join(map(str, v)) if isinstance(v, tuple) else v
             parts.append(f"{k.replace('_', '-')}-{v}")
     return "_".join(parts + [f"s{cfg.seed}"])
 
@@ -129,17 +137,23 @@ def emb_lr_ratio(model, cfg, x_train):
     return float(torch.linalg.matrix_norm(E, 2) / torch.linalg.matrix_norm(W, 2) / f_E)
 
 
-def lr_at(cfg, step):
-    lr = cfg.lr / (cfg.alpha ** 2 if cfg.alpha_lr else 1)
-    return lr * (min(step / cfg.warmup, 1.0) if cfg.warmup else 1.0)  # Nanda: step 0 has lr 0
+def warmup(cfg, step):
+    return min(step / cfg.warmup, 1.0) if cfg.warmup else 1.0  # Nanda: step 0 has lr 0
+
+
+def base_lr(cfg):
+    return cfg.lr / (cfg.alpha ** 2 if cfg.alpha_lr else 1)
+
+
+def weight_decay(cfg):
+    return cfg.wd * (1e-3 / cfg.lr if cfg.fix_wd else 1.0)
 
 
 def make_optimizer(named, cfg):
-    wd = cfg.wd * (1e-3 / cfg.lr if cfg.fix_wd else 1.0)
     emb = [p for n, p in named if n == "embed.weight"]
     rest = [p for n, p in named if n != "embed.weight"]
     groups = [dict(params=rest, emb=False)] + ([dict(params=emb, emb=True)] if emb else [])
-    return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, weight_decay=wd)
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, weight_decay=weight_decay(cfg))
 
 
 def named_params(model):
@@ -186,7 +200,8 @@ def first_below(steps, values, thr=GROK):
     return int(np.asarray(steps)[hit[0]]) if len(hit) else None
 
 
-STACKABLE = ("seed", "data_seed", "op", "split", "hole")  # may differ between runs trained together
+# may differ between runs trained together
+STACKABLE = ("seed", "data_seed", "op", "split", "hole", "lr", "wd", "fix_wd", "alpha", "alpha_lr", "emb_lr_ratio")
 
 
 def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, log=print):
@@ -211,9 +226,9 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, log=
     if len({(len(d[0]), len(d[2])) for d in data}) > 1:
         raise Stop("runs trained together need train and test sets of one size")
     x_tr, y_tr, x_te, y_te = (torch.stack(t).to(device) for t in zip(*data))  # (R, N, ...)
-    if cfg.model == "mlp" and cfg.embed == "onehot" and (cfg.emb_lr_ratio == "auto" or float(cfg.emb_lr_ratio) != 1):
+    if cfg.model == "mlp" and cfg.embed == "onehot" and any(c.emb_lr_ratio == "auto" or float(c.emb_lr_ratio) != 1 for c in cfgs):
         raise Stop("--emb-lr-ratio needs learned embeddings (--embed learned)")
-    if R > 1 and cfg.emb_lr_ratio == "auto":
+    if R > 1 and any(c.emb_lr_ratio == "auto" for c in cfgs):
         raise Stop("--emb-lr-ratio auto differs per run: train such runs one at a time")
     try:
         models = [build_model(c).to(device) for c in cfgs]
@@ -221,8 +236,19 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, log=
         raise Stop(str(e))
     model = models[0] if R == 1 else Stacked(models)
     forward = (lambda x: model(x[0])[None]) if R == 1 else model
-    params = [p for _, p in named_params(model)]
-    opt = make_optimizer(named_params(model), cfg)
+    named = named_params(model)
+    params = [p for _, p in named]
+    opt = make_optimizer(named, cfg)
+    # Runs trained together may differ in lr and weight decay. AdamW's step is
+    # p <- p * (1 - lr * wd) - lr * u, and the Adam direction u depends on neither; so the runs
+    # share one AdamW with lr 1 and wd 0, which moves p to p - u, and each run's lr and wd are
+    # applied after it (per_run_update), all on the device.
+    by_hand = len({(base_lr(c), weight_decay(c), c.emb_lr_ratio) for c in cfgs}) > 1
+    if by_hand:
+        col = lambda v, p: torch.tensor(v, dtype=p.dtype, device=device).view(-1, *[1] * (p.dim() - 1))
+        run_lr = [col([base_lr(c) * (float(c.emb_lr_ratio) if n == "embed.weight" else 1) for c in cfgs], p)
+                  for n, p in named]
+        run_wd = [col([weight_decay(c) for c in cfgs], p) for p in params]
     keys = ["step", "train_loss", "train_acc", "test_loss", "test_acc", "weight_norm",
             "update_norm", "lr", "emb_lr_ratio"]
     metrics, start = [{k: [] for k in keys} for _ in range(R)], 0
@@ -246,7 +272,7 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, log=
         log(f"resuming {', '.join(run_dirs)} at step {start}")
     for c, d in zip(cfgs, run_dirs):
         save_atomic(c.to_dict(), os.path.join(d, "config.json"))
-    ratio = emb_lr_ratio(model, cfg, x_tr[0])
+    ratios = [emb_lr_ratio(model, c, x_tr[0]) for c in cfgs]  # several runs: never 'auto'
 
     def save_metrics():
         for m, d in zip(metrics, run_dirs):
@@ -272,12 +298,13 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, log=
                 save(step)
                 log(f"interrupted at step {step}: saved; continue with --resume")
                 break
-            lr = lr_at(cfg, step)
+            f = warmup(cfg, step)
             evaluate = step % cfg.eval_every == 0 or step % cfg.ckpt_every == 0 or step == end
             if evaluate and cfg.emb_lr_ratio == "auto":
-                ratio = emb_lr_ratio(model, cfg, x_tr[0])
-            for g in opt.param_groups:
-                g["lr"] = lr * ratio if g["emb"] else lr
+                ratios = [emb_lr_ratio(model, cfg, x_tr[0])]
+            for g in opt.param_groups:  # set every step: a resumed optimizer brings saved values
+                g["lr"], g["weight_decay"] = (1.0, 0.0) if by_hand else \
+                    (base_lr(cfg) * f * (ratios[0] if g["emb"] else 1), weight_decay(cfg))
             logits = forward(x_tr)
             losses = loss_fn(logits, y_tr)
             if evaluate:  # the only host synchronisation: once per evaluation
@@ -294,7 +321,8 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, log=
                                 weight_norm=sum((per_run(p).double() ** 2).flatten(1).sum(1) for p in before))
                     cols = {k: v.tolist() for k, v in cols.items()}
                 for r, m in enumerate(metrics):
-                    row = dict(step=step, update_norm=float("nan"), lr=lr, emb_lr_ratio=ratio, **{k: v[r] for k, v in cols.items()})
+                    row = dict(step=step, update_norm=float("nan"), lr=base_lr(cfgs[r]) * f, emb_lr_ratio=ratios[r],
+                               **{k: v[r] for k, v in cols.items()})
                     for k in keys:
                         m[k].append(row[k])
                     if grok[r] is None and row["test_loss"] <= GROK:
@@ -308,7 +336,12 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, log=
                     save(step)  # before the update: the checkpoint holds theta_step
             opt.zero_grad(set_to_none=True)
             losses.sum().backward()  # runs share no parameter: each gets its own gradient
+            prev = [p.detach().clone() for p in params] if by_hand else None
             opt.step()
+            if by_hand:
+                with torch.no_grad():  # p - u  ->  p * (1 - lr * wd) - lr * u, each run its own lr, wd
+                    for p, q, lr_p, wd_p in zip(params, prev, run_lr, run_wd):
+                        p.copy_(q * (1 - f * lr_p * wd_p) - f * lr_p * (q - p))
             if evaluate:
                 with torch.no_grad():  # ||theta_{t+1} - theta_t|| of this step
                     upd = sum((per_run(p - q).double() ** 2).flatten(1).sum(1) for p, q in zip(params, before)).sqrt()

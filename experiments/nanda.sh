@@ -2,8 +2,8 @@
 source "$(dirname "$0")/jobs.sh"
 OUT=runs/nanda
 jobs() { for s in 0 1 2; do
-  echo "python train.py --preset nanda --seed $s --out $OUT"
+  echo "python train.py --preset nanda --seed $s --stop-after-grok 1000 --out $OUT"
   echo "python train.py --preset nanda --wd 0 --seed $s --out $OUT"
-  for f in 0.5 0.7; do echo "python train.py --preset nanda --frac $f --seed $s --out $OUT"; done
+  for f in 0.5 0.7; do echo "python train.py --preset nanda --frac $f --seed $s --stop-after-grok 1000 --out $OUT"; done
 done; }
 run_jobs "$@"
