@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch.func import functional_call, grad, vmap
 
 from model import Config, build_model
-from data import Stop, all_pairs, train_mask
+from data import Stop, all_pairs, hole_mask, train_mask
 from train import load_checkpoint, save_atomic
 
 KEY_SHARE = 3.0   # k is a key frequency if its share of W_E's Fourier norm^2 is >= KEY_SHARE / K
@@ -282,6 +282,10 @@ def _analyse_run(run_dir, log):
                cos_r2=cos_template_r2(L, p, keys) if keys and is_add else np.nan,
                final_neurons=act[:, :, top].permute(2, 0, 1).numpy(), neuron_ids=top.numpy(),
                final_loss=ce(L[valid], y_all[valid]), stamp=stamp)
+    hole = hole_mask(cfg) & valid  # Gu et al.: is the dug-out region learned, or only the rest?
+    right = logits.argmax(-1) == y_all
+    res.update(hole_acc=float(right[hole].double().mean()) if hole.any() else np.nan,
+               rest_acc=float(right[test & ~hole].double().mean()))
     if cfg.model == "transformer":
         res["final_attn_a"] = cache["attn"][0][:, :, -1, 0].T.reshape(-1, p, p).numpy()  # each head, query '=' -> a
     save_atomic(res, out)

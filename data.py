@@ -60,10 +60,20 @@ def all_pairs(cfg):
     return torch.stack([a, b, torch.full_like(a, p)], 1), y, valid
 
 
+def hole_mask(cfg):
+    """The dug-out pairs (row a*p + b) that are never trained on (Gu et al.); none unless a
+    square or strip split."""
+    a, b = torch.arange(cfg.p ** 2) // cfg.p, torch.arange(cfg.p ** 2) % cfg.p
+    if cfg.split == "square":
+        return (a <= cfg.hole) & (b <= cfg.hole)
+    if cfg.split == "strip":
+        return a <= cfg.hole
+    return torch.zeros(cfg.p ** 2, dtype=torch.bool)
+
+
 def train_mask(cfg, valid):
     """Which pairs are trained on: a seeded split of the valid pairs."""
     p = cfg.p
-    a, b = torch.arange(p * p) // p, torch.arange(p * p) % p
     n_train = int(cfg.frac * int(valid.sum()))
     g = torch.Generator().manual_seed(cfg.seed if cfg.data_seed is None else cfg.data_seed)
     if cfg.split == "balanced":
@@ -74,12 +84,7 @@ def train_mask(cfg, valid):
         cand = torch.cat([order * p + pi[(order + s) % p] for s in shifts])
         cand = cand[valid[cand]]
     else:
-        hole = torch.zeros(p * p, dtype=torch.bool)
-        if cfg.split == "square":
-            hole = (a <= cfg.hole) & (b <= cfg.hole)
-        elif cfg.split == "strip":
-            hole = a <= cfg.hole
-        cand = torch.nonzero(valid & ~hole).flatten()
+        cand = torch.nonzero(valid & ~hole_mask(cfg)).flatten()
         cand = cand[torch.randperm(len(cand), generator=g)]
     train = torch.zeros(p * p, dtype=torch.bool)
     train[cand[:n_train]] = True

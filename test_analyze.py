@@ -14,6 +14,7 @@ from torch.autograd.functional import hessian
 
 import analyze as A
 import plots
+from data import make_data
 from model import Config, build_model
 from train import train
 
@@ -149,6 +150,7 @@ def test_analyze_folder_of_runs_and_skip_bad_ones(tmp_path, capsys):
         tiny_run(tmp_path, f"pre_s{s}", seed=s)
         tiny_run(tmp_path, f"off_s{s}", seed=s, ln="off")
     tiny_run(tmp_path, "mlp_s0", model="mlp")
+    hole = tiny_run(tmp_path, "hole_s0", split="square", hole=4, steps=200, lr=1e-2, ckpt_every=100)
     os.makedirs(tmp_path / "empty" / "ckpt")
     (tmp_path / "empty" / "config.json").write_text("{}")
     bad = tiny_run(tmp_path, "truncated")
@@ -170,8 +172,17 @@ def test_analyze_folder_of_runs_and_skip_bad_ones(tmp_path, capsys):
         assert (tmp_path / "pre_s0" / "figures" / f"{f}.png").stat().st_size > 10000
     for f in ("loss_by_config", "steps_to_generalize", "c_fourier_by_config", "sr_train_by_config"):
         assert (tmp_path / "figures" / f"{f}.png").exists()
+    ck = torch.load(hole / "ckpt" / "step_000200.pt", weights_only=True)  # test accuracy in and out of
+    cfg = Config.from_dict(ck["config"])                                   # the hole a, b <= 4, by hand
+    model = build_model(cfg).double()
+    model.load_state_dict(ck["model"])
+    _, _, x, y = make_data(cfg)
+    right, in_hole = model(x).argmax(-1) == y, (x[:, 0] <= 4) & (x[:, 1] <= 4)
+    r = dict(np.load(hole / "analysis.npz"))
+    assert r["hole_acc"] == pytest.approx(right[in_hole].double().mean().item())
+    assert r["rest_acc"] == pytest.approx(right[~in_hole].double().mean().item()) and r["rest_acc"] > 0.2
     summary = (tmp_path / "summary.md").read_text()
-    assert "0 1" in summary and "ln=pre" in summary and "ln=off" in summary and "SR-train at 1000" in summary
+    assert "0 1" in summary and "ln=pre" in summary and "ln=off" in summary and "SR-train at 1000" in summary and "acc in hole" in summary
     # unchanged checkpoints: not recomputed
     mtime = os.path.getmtime(tmp_path / "pre_s0" / "analysis.npz")
     A.analyse_run(str(tmp_path / "pre_s0"))
