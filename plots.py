@@ -4,6 +4,7 @@ Called by analyze.py; each function takes what analyze computed.
 """
 import csv
 import os
+from collections import Counter
 
 import matplotlib
 matplotlib.use("Agg")
@@ -190,18 +191,31 @@ def cross_run_figures(root, done):
         ax.legend(fontsize=7)
         save(fig, os.path.join(out, f"{key}_by_config.png"))
 
-    # one numeric option varying alone: steps to generalize against it
-    for opt in varying:
-        pts = [(float(getattr(cfg, opt)), s) for runs in groups.values() for _, cfg, m, _ in runs
-               for s in [first_below(m["step"], m["test_loss"])] if isinstance(getattr(cfg, opt), (int, float))
-               and not isinstance(getattr(cfg, opt), bool)]
-        if len({x for x, _ in pts}) < 2:
+    # a sweep: steps to generalize and best test accuracy against each numeric option that varies,
+    # over the runs whose other numeric options sit at their most common value (the baseline);
+    # options that are not numbers (split, op, fix_wd, ...) tell the series apart
+    runs = [x for g in groups.values() for x in g]
+    is_num = lambda o: isinstance(getattr(runs[0][1], o), (int, float)) and not isinstance(getattr(runs[0][1], o), bool)
+    for opt in filter(is_num, varying):
+        base = {o: Counter(getattr(c, o) for _, c, _, _ in runs).most_common(1)[0][0] for o in varying if is_num(o) and o != opt}
+        series = {}
+        for _, c, m, _ in runs:
+            if all(getattr(c, o) == v for o, v in base.items()):
+                lab = ", ".join(f"{o}={getattr(c, o)}" for o in varying if not is_num(o)) or opt
+                s = first_below(m["step"], m["test_loss"])
+                series.setdefault(lab, []).append((getattr(c, opt), np.nan if s is None else s, np.max(m["test_acc"])))
+        if len({x for pts in series.values() for x, _, _ in pts}) < 2:
             continue
-        fig, ax = plt.subplots(figsize=(6, 4))
-        xs = np.array([x for x, _ in pts])
-        ys = np.array([np.nan if s is None else s for _, s in pts], dtype=float)
-        ax.plot(xs, ys, "o", alpha=0.6)
-        ax.set(xscale="log" if (xs > 0).all() else "linear", xlabel=opt, ylabel=f"steps until test loss <= {GROK}", title=f"steps to generalize against {opt} (runs that did)")
+        fig, axs = plt.subplots(1, 2, figsize=(11, 4))
+        for i, (lab, pts) in enumerate(sorted(series.items())):
+            for ax, j in zip(axs, (1, 2)):
+                ax.plot([x for x, *_ in pts], [q[j] for q in pts], "o", color=f"C{i % 10}", alpha=0.7, label=lab)
+        xs = [x for pts in series.values() for x, *_ in pts]
+        for ax, ylab in zip(axs, (f"steps until test loss <= {GROK}", "best test accuracy")):
+            ax.set(xscale="log" if min(xs) > 0 else "linear", xlabel=opt, ylabel=ylab)
+            ax.legend(fontsize=7)
+        axs[0].set_title(f"against {opt} ({', '.join(f'{o}={v}' for o, v in base.items()) or 'all runs'}; "
+                         "runs that never generalize have no dot)", fontsize=8)
         save(fig, os.path.join(out, f"sweep_{opt}.png"))
 
     write_summary(root, groups, done)

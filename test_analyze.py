@@ -150,6 +150,7 @@ def test_analyze_folder_of_runs_and_skip_bad_ones(tmp_path, capsys):
         tiny_run(tmp_path, f"pre_s{s}", seed=s)
         tiny_run(tmp_path, f"off_s{s}", seed=s, ln="off")
     tiny_run(tmp_path, "mlp_s0", model="mlp")
+    tiny_run(tmp_path, "lr_s0", lr=3e-3)
     hole = tiny_run(tmp_path, "hole_s0", split="square", hole=4, steps=200, lr=1e-2, ckpt_every=100)
     os.makedirs(tmp_path / "empty" / "ckpt")
     (tmp_path / "empty" / "config.json").write_text("{}")
@@ -170,7 +171,7 @@ def test_analyze_folder_of_runs_and_skip_bad_ones(tmp_path, capsys):
     assert np.isfinite(dict(np.load(tmp_path / "mlp_s0" / "analysis.npz"))["hessian_embed"]).all()
     for f in ("curves", "fourier_embed", "progress", "med_cfourier_entropy", "heatmaps"):
         assert (tmp_path / "pre_s0" / "figures" / f"{f}.png").stat().st_size > 10000
-    for f in ("loss_by_config", "steps_to_generalize", "c_fourier_by_config", "sr_train_by_config"):
+    for f in ("loss_by_config", "steps_to_generalize", "c_fourier_by_config", "sr_train_by_config", "sweep_lr"):
         assert (tmp_path / "figures" / f"{f}.png").exists()
     ck = torch.load(hole / "ckpt" / "step_000200.pt", weights_only=True)  # test accuracy in and out of
     cfg = Config.from_dict(ck["config"])                                   # the hole a, b <= 4, by hand
