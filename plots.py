@@ -177,10 +177,11 @@ def cross_run_figures(root, done):
 
     for key, ylab, log in [("c_fourier", "C_Fourier", True), ("sr_train", "SR-train loss (MLP input / ||.||)", True),
                            ("attn_entropy", "attention entropy (nats)", False), ("med", "MED", False),
-                           ("eff_rank", "effective rank of features", False), ("ntk_distance", "||K_t - K_0|| / ||K_0||", False)]:
+                           ("eff_rank", "effective rank of features", False), ("ntk_distance", "||K_t - K_0|| / ||K_0||", False),
+                           ("update_norm", "update norm ||theta_t+1 - theta_t||", True)]:
         fig, ax = plt.subplots(figsize=(7, 4.5))
         for lab, runs in groups.items():
-            band(ax, runs, key, lab, colors[lab], source=3)
+            band(ax, runs, key, lab, colors[lab], source=2 if key == "update_norm" else 3)  # metrics or analysis
             pts = [s for s in grok_steps(runs) if s is not None]
             if pts and key == "c_fourier":
                 g = np.mean(pts)

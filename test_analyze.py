@@ -171,7 +171,7 @@ def test_analyze_folder_of_runs_and_skip_bad_ones(tmp_path, capsys):
     assert np.isfinite(dict(np.load(tmp_path / "mlp_s0" / "analysis.npz"))["hessian_embed"]).all()
     for f in ("curves", "fourier_embed", "progress", "med_cfourier_entropy", "heatmaps"):
         assert (tmp_path / "pre_s0" / "figures" / f"{f}.png").stat().st_size > 10000
-    for f in ("loss_by_config", "steps_to_generalize", "c_fourier_by_config", "sr_train_by_config", "sweep_lr"):
+    for f in ("loss_by_config", "steps_to_generalize", "c_fourier_by_config", "sr_train_by_config", "sweep_lr", "update_norm_by_config"):
         assert (tmp_path / "figures" / f"{f}.png").exists()
     ck = torch.load(hole / "ckpt" / "step_000200.pt", weights_only=True)  # test accuracy in and out of
     cfg = Config.from_dict(ck["config"])                                   # the hole a, b <= 4, by hand
