@@ -236,7 +236,7 @@ def at(r, key, step=AT):
 
 
 def write_summary(root, groups, done):
-    header = ["configuration", "seeds", "train<=0.01 (mean +- std)", "test<=0.01 (mean +- std)", "reached",
+    header = ["configuration", "seeds", "train<=0.01 (mean +- std)", "test<=0.01 (mean +- std)", "reached", "test acc>=0.9 at",
               "final test acc", "best test acc", "final acc in hole / rest of test", "C_Fourier at generalization", f"attn entropy at {AT}", f"SR-train at {AT}",
               f"eff. rank at {AT}", "MED-test loss rank corr", "key frequencies"]
     rows = []
@@ -245,6 +245,7 @@ def write_summary(root, groups, done):
         te = grok_steps(runs)
         rows.append([lab, " ".join(str(c.seed) for _, c, _, _ in runs), fmt(tr), fmt(te),
                      f"{sum(x is not None for x in te)}/{len(te)}",
+                     fmt([first_below(m["step"], -m["test_acc"], -0.9) for _, _, m, _ in runs]),
                      f"{np.mean([m['test_acc'][-1] for _, _, m, _ in runs]):.3f}",
                      fmt([float(np.max(m["test_acc"])) for _, _, m, _ in runs], 3),
                      f"{fmt([float(r.get('hole_acc', np.nan)) for *_, r in runs], 3)} / {fmt([float(r.get('rest_acc', np.nan)) for *_, r in runs], 3)}",

@@ -183,7 +183,7 @@ def test_analyze_folder_of_runs_and_skip_bad_ones(tmp_path, capsys):
     assert r["hole_acc"] == pytest.approx(right[in_hole].double().mean().item())
     assert r["rest_acc"] == pytest.approx(right[~in_hole].double().mean().item()) and r["rest_acc"] > 0.2
     summary = (tmp_path / "summary.md").read_text()
-    assert "0 1" in summary and "ln=pre" in summary and "ln=off" in summary and "SR-train at 1000" in summary and "acc in hole" in summary
+    assert "0 1" in summary and "ln=pre" in summary and "ln=off" in summary and "SR-train at 1000" in summary and "acc in hole" in summary and "test acc>=0.9 at" in summary
     # unchanged checkpoints: not recomputed
     mtime = os.path.getmtime(tmp_path / "pre_s0" / "analysis.npz")
     A.analyse_run(str(tmp_path / "pre_s0"))
