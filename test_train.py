@@ -203,14 +203,18 @@ def test_batched_runs_are_every_combination_and_share_shape(tmp_path):
 
 @pytest.mark.parametrize("script", sorted(f for f in os.listdir(os.path.join(HERE, "experiments")) if f != "jobs.sh"))
 def test_experiment_scripts_list_valid_distinct_runs(script):
-    out = subprocess.run(["bash", os.path.join(HERE, "experiments", script), "--list"], capture_output=True,
-                         text=True, check=True).stdout.splitlines()
-    runs = [line.split()[2:] for line in out if line.startswith("python train.py")]
-    assert runs and out[-1].startswith("python analyze.py ")
-    names = []
-    for argv in runs:
-        cfgs, args, given = parse_args(argv)
-        for c in cfgs:
-            check_config(c), check_task(c)  # raise on a bad option
-            names.append(os.path.join(args.out, run_name(c, args.preset, given)))
-    assert len(set(names)) == len(names)  # no two jobs write one folder
+    def runs(mode):  # the run folders that the commands `script mode` prints would write
+        out = subprocess.run(["bash", os.path.join(HERE, "experiments", script), mode], capture_output=True,
+                             text=True, check=True).stdout.splitlines()
+        assert out[-1].startswith("python analyze.py ")
+        names = []
+        for line in out[:-1]:
+            assert line.startswith("python train.py ")
+            cfgs, args, given = parse_args(line.split()[2:])
+            for c in cfgs:
+                check_config(c), check_task(c)  # raise on a bad option
+                names.append(os.path.join(args.out, run_name(c, args.preset, given)))
+        return names
+    names = runs("--list")
+    assert names and len(set(names)) == len(names)  # no two jobs write one folder
+    assert sorted(runs("--batched")) == sorted(names)  # the batched commands train the same runs
