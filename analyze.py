@@ -252,7 +252,7 @@ def _analyse_run(run_dir, log):
         r_loss, x_loss = restricted_excluded(L, y_all, train, p, keys) if is_add else (np.nan, np.nan)
         if cfg.model == "transformer":
             c2 = {}
-            model(x_all[attn_idx], cache=c2, fast=False)
+            model.residuals(x_all[attn_idx], cache=c2)  # all 3 queries
             ent = attention_entropy(c2["attn"][0]).numpy()
         else:
             ent = np.full(1, np.nan)

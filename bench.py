@@ -27,10 +27,7 @@ from train import loss_fn, make_optimizer, pick_device
 
 def straightforward_logits(model, x):
     """Every position through every block, logits at every position; the last is returned."""
-    h = model.embed(x) + model.pos
-    for blk in model.blocks:
-        h = blk(h, model.mask)
-    return (model.cfg.alpha * (h @ model.unembed))[:, -1]
+    return (model.alpha * (model.residuals(x) @ model.unembed))[:, -1]
 
 
 def step_fn(model, opt, x, y, forward, x_test=None):

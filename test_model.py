@@ -24,13 +24,13 @@ def tokens(p, n=200, seed=0):
 
 # ---------------------------------------------------------------- model: fast path == oracle
 
-def assert_fast_equals_oracle(model):
+def assert_fast_equals_oracle(model, fast=lambda m, x: m(x, fast=True), oracle=lambda m, x: m(x, fast=False)):
     """Same logits and gradients from the fast path and the straightforward one (float64)."""
     x, y = tokens(model.cfg.p), torch.randint(0, model.cfg.p, (200,))
     out = []
-    for fast in (True, False):
+    for forward in (fast, oracle):
         model.zero_grad()
-        logits = model(x, fast=fast)
+        logits = forward(model, x)
         torch.nn.functional.cross_entropy(logits, y).backward()
         out.append((logits.detach(), [p.grad.clone() for p in model.parameters() if p.grad is not None]))
     (l1, g1), (l2, g2) = out
@@ -49,6 +49,16 @@ def test_fast_path_equals_general_path(ln, causal):
         if "ln" in name:
             prm.data += 0.1 * torch.randn_like(prm)
     assert_fast_equals_oracle(model)
+
+
+@pytest.mark.parametrize("n_layers", [1, 2, 3])
+@pytest.mark.parametrize("causal", [False, True])
+def test_general_path_equals_all_positions(n_layers, causal):
+    # the general path runs its last block at the last position only
+    cfg = Config(ln="pre", causal=causal, n_layers=n_layers, dtype="float64",
+                 **{k: SMALL[k] for k in ("p", "d_model", "d_mlp")})
+    assert_fast_equals_oracle(build_model(cfg), lambda m, x: m(x, fast=False),
+                              lambda m, x: (m.alpha * (m.residuals(x) @ m.unembed))[:, -1])
 
 
 @pytest.mark.parametrize("embed", ["learned", "onehot"])
