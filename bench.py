@@ -4,13 +4,15 @@ Benchmark one full-batch training step: this project's step against the straight
     python bench.py                  # default model (M+A*, p 113, frac 0.3), float32
     python bench.py --ln off --steps 50 --device cuda
     python bench.py --preset alquabeh    # the embedding-MLP: tables against concatenation
+    python bench.py --n-layers 2 --steps 5   # a deeper model: the general path of model.py
 
 Prints ms/step of
   straightforward: PyTorch multi-head attention over all 3 positions, logits at every position
                    (the loss still reads the last one), plus the test-set forward every step as
                    the public code does;
   straightforward, no test forward;
-  this project: the table path of model.py (one layer), loss in float64, AdamW;
+  this project: the table path of model.py (one layer), loss in float64, AdamW (deeper
+                models: the general path, its last block at the last position only);
 (for the embedding-MLP: the concatenated-input step against the table step of model.py),
 the ratio, the useful GFLOP/s of our step (matmul FLOPs of the math it must do) and a large
 fp32 matmul's GFLOP/s measured in the same run, as the machine's practical peak.
@@ -59,12 +61,16 @@ def timeit(fn, steps, device):
 
 def useful_flops(cfg, n):
     """Matmul FLOPs that one step must do (forward + backward = 3x forward): the last position's
-    query, MLP and unembedding per example, keys/values on the (3, p+1) table (embedding-MLP:
+    query, MLP and unembedding per example, keys/values on the (3, p+1) table (deeper models:
+    the general path's products; embedding-MLP:
     the readout per example, the first layer on the two (p+1)-row tables)."""
     d, m, V = cfg.d_model, cfg.d_mlp, cfg.p + 1
     if cfg.model == "mlp":
         return 3 * 2 * (n * m * cfg.n_out + (2 * V * d * m if cfg.embed == "learned" else 0))
     per_example = d * d + d * m + m * d + d * cfg.n_out       # out_proj, fc1, fc2, unembed
+    if cfg.n_layers > 1:  # general path: earlier blocks at all 3 positions, keys/values of the last
+        lower = (cfg.n_layers - 1) * 3 * n * (4 * d * d + 2 * d * m)
+        return 3 * 2 * (lower + 3 * n * 2 * d * d + n * (per_example + d * d))
     table = 3 * V * 3 * d * d                                 # q/k/v projections of the table
     return 3 * 2 * (n * per_example + table)
 
@@ -79,15 +85,18 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ln", help="LN placement (default: the preset's)")
     ap.add_argument("--preset", default="singh", choices=list(PRESETS))
+    ap.add_argument("--n-layers", type=int, help="transformer blocks (default: the preset's); "
+                    "more than one times the general path")
     ap.add_argument("--steps", type=int, default=30, help="timed steps per variant (median reported)")
     ap.add_argument("--device", default="cpu")
     args = ap.parse_args()
     device = pick_device(args.device)
     torch.set_flush_denormal(True)  # as train.py does
-    cfg = Config(**{**PRESETS[args.preset], **({"ln": args.ln} if args.ln else {})})
+    over = {k: v for k, v in (("ln", args.ln), ("n_layers", args.n_layers)) if v is not None}
+    cfg = Config(**{**PRESETS[args.preset], **over})
     x, y, xt, yt = (t.to(device) for t in make_data(cfg))
     print(f"device {device}, {torch.get_num_threads()} threads, torch {torch.__version__}, {args.preset} "
-          f"{cfg.model}, ln {cfg.ln}, p {cfg.p}, {len(x)} train / {len(xt)} test examples, float32, median of {args.steps} steps")
+          f"{cfg.model}, ln {cfg.ln}, {cfg.n_layers} layers, p {cfg.p}, {len(x)} train / {len(xt)} test examples, float32, median of {args.steps} steps")
     results = {}
     slow = straightforward_logits if cfg.model == "transformer" else lambda m, x: m(x, fast=False)
     for name, fwd, test in [("straightforward + test forward", slow, xt),

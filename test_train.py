@@ -6,6 +6,7 @@ scripts list valid runs.
     python -m pytest -q test_train.py
 """
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -218,3 +219,12 @@ def test_experiment_scripts_list_valid_distinct_runs(script):
     names = runs("--list")
     assert names and len(set(names)) == len(names)  # no two jobs write one folder
     assert sorted(runs("--batched")) == sorted(names)  # the batched commands train the same runs
+
+
+@pytest.mark.parametrize("n_layers", ["1", "2"])
+def test_bench_times_every_variant(n_layers):
+    out = subprocess.run([sys.executable, os.path.join(HERE, "bench.py"), "--steps", "1", "--n-layers", n_layers],
+                         capture_output=True, text=True, check=True).stdout
+    for name in ("straightforward + test forward", "straightforward ", "this project "):
+        assert re.search(re.escape(name) + r"\s+[0-9.]+ ms/step", out), out
+    assert re.search(r"useful GFLOP per step = [0-9]+ GFLOP/s; large fp32 matmul: [0-9]+ GFLOP/s", out), out
