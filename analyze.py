@@ -284,8 +284,12 @@ def _analyse_run(run_dir, log):
                final_loss=ce(L[valid], y_all[valid]), stamp=stamp)
     hole = hole_mask(cfg) & valid  # Gu et al.: is the dug-out region learned, or only the rest?
     right = logits.argmax(-1) == y_all
+    # Gu et al. (a^2+ab+b^2): a symmetric op can be answered on (a, b) by memorizing (b, a);
+    # accuracy on the test pairs whose swap is a training pair, and on the others
+    swapped = train.view(p, p).T.reshape(-1) & test
     res.update(hole_acc=float(right[hole].double().mean()) if hole.any() else np.nan,
-               rest_acc=float(right[test & ~hole].double().mean()))
+               rest_acc=float(right[test & ~hole].double().mean()),
+               swap_acc=float(right[swapped].double().mean()), noswap_acc=float(right[test & ~swapped].double().mean()))
     if cfg.model == "transformer":
         res["final_attn_a"] = cache["attn"][0][:, :, -1, 0].T.reshape(-1, p, p).numpy()  # each head, query '=' -> a
     save_atomic(res, out)

@@ -237,7 +237,7 @@ def at(r, key, step=AT):
 
 def write_summary(root, groups, done):
     header = ["configuration", "seeds", "train<=0.01 (mean +- std)", "test<=0.01 (mean +- std)", "reached", "test acc>=0.9 at",
-              "final test acc", "best test acc", "final acc in hole / rest of test", "C_Fourier at generalization", f"attn entropy at {AT}", f"SR-train at {AT}",
+              "final test acc", "best test acc", "final acc in hole / rest of test", "final acc, test pairs with / without their swap in train", "C_Fourier at generalization", f"attn entropy at {AT}", f"SR-train at {AT}",
               f"eff. rank at {AT}", "MED-test loss rank corr", "key frequencies"]
     rows = []
     for lab, runs in groups.items():
@@ -249,6 +249,7 @@ def write_summary(root, groups, done):
                      f"{np.mean([m['test_acc'][-1] for _, _, m, _ in runs]):.3f}",
                      fmt([float(np.max(m["test_acc"])) for _, _, m, _ in runs], 3),
                      f"{fmt([float(r.get('hole_acc', np.nan)) for *_, r in runs], 3)} / {fmt([float(r.get('rest_acc', np.nan)) for *_, r in runs], 3)}",
+                     f"{fmt([float(r.get('swap_acc', np.nan)) for *_, r in runs], 3)} / {fmt([float(r.get('noswap_acc', np.nan)) for *_, r in runs], 3)}",
                      fmt([at(r, "c_fourier", g) for (_, _, _, r), g in zip(runs, te) if g is not None], 2),
                      *(fmt([at(r, k) for _, _, _, r in runs], 3 if k == "attn_entropy" else 2) for k in ("attn_entropy", "sr_train", "eff_rank")),
                      f"{np.mean([rank_corr(r['med'], r['test_loss']) for _, _, _, r in runs]):.2f}",

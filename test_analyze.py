@@ -182,8 +182,12 @@ def test_analyze_folder_of_runs_and_skip_bad_ones(tmp_path, capsys):
     r = dict(np.load(hole / "analysis.npz"))
     assert r["hole_acc"] == pytest.approx(right[in_hole].double().mean().item())
     assert r["rest_acc"] == pytest.approx(right[~in_hole].double().mean().item()) and r["rest_acc"] > 0.2
+    train = {(int(a), int(b)) for a, b in make_data(cfg)[0][:, :2]}  # test pairs whose swap is a train pair
+    swapped = torch.tensor([(int(b), int(a)) in train for a, b in x[:, :2]])
+    assert r["swap_acc"] == pytest.approx(right[swapped].double().mean().item())
+    assert r["noswap_acc"] == pytest.approx(right[~swapped].double().mean().item())
     summary = (tmp_path / "summary.md").read_text()
-    assert "0 1" in summary and "ln=pre" in summary and "ln=off" in summary and "SR-train at 1000" in summary and "acc in hole" in summary and "test acc>=0.9 at" in summary
+    assert "0 1" in summary and "ln=pre" in summary and "ln=off" in summary and "SR-train at 1000" in summary and "acc in hole" in summary and "without their swap" in summary and "test acc>=0.9 at" in summary
     # unchanged checkpoints: not recomputed
     mtime = os.path.getmtime(tmp_path / "pre_s0" / "analysis.npz")
     A.analyse_run(str(tmp_path / "pre_s0"))
