@@ -289,7 +289,8 @@ def _analyse_run(run_dir, log):
     swapped = train.view(p, p).T.reshape(-1) & test
     res.update(hole_acc=float(right[hole].double().mean()) if hole.any() else np.nan,
                rest_acc=float(right[test & ~hole].double().mean()),
-               swap_acc=float(right[swapped].double().mean()), noswap_acc=float(right[test & ~swapped].double().mean()))
+               swap_acc=float(right[swapped].double().mean()), noswap_acc=float(right[test & ~swapped].double().mean()),
+               swap_share=float(swapped.sum() / test.sum()))
     if cfg.model == "transformer":
         res["final_attn_a"] = cache["attn"][0][:, :, -1, 0].T.reshape(-1, p, p).numpy()  # each head, query '=' -> a
     save_atomic(res, out)

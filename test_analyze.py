@@ -186,6 +186,7 @@ def test_analyze_folder_of_runs_and_skip_bad_ones(tmp_path, capsys):
     swapped = torch.tensor([(int(b), int(a)) in train for a, b in x[:, :2]])
     assert r["swap_acc"] == pytest.approx(right[swapped].double().mean().item())
     assert r["noswap_acc"] == pytest.approx(right[~swapped].double().mean().item())
+    assert r["swap_share"] == pytest.approx(swapped.double().mean().item()) and 0 < r["swap_share"] < 1
     summary = (tmp_path / "summary.md").read_text()
     assert "0 1" in summary and "ln=pre" in summary and "ln=off" in summary and "SR-train at 1000" in summary and "acc in hole" in summary and "without their swap" in summary and "test acc>=0.9 at" in summary
     # unchanged checkpoints: not recomputed
