@@ -223,10 +223,12 @@ def cross_run_figures(root, done):
 
 
 def fmt(values, digits=0):
-    """mean +- std of the values that exist (None: a run that never got there)."""
+    """mean +- std of the values that exist (None: a run that never got there; NaN: a measure the
+    run has not, e.g. attention entropy of the embedding-MLP, or one its cached analysis predates)."""
     v = [x for x in values if x is not None]
     if v and np.isnan(v).all():
-        return "-"  # a measure this model has not (attention entropy of the embedding-MLP)
+        return "-"
+    v = [x for x in v if not np.isnan(x)]
     return f"{np.mean(v):.{digits}f} +- {np.std(v):.{digits}f}" if v else "not reached"
 
 
