@@ -250,8 +250,8 @@ def write_summary(root, groups, done):
                      fmt([first_below(m["step"], -m["test_acc"], -0.9) for _, _, m, _ in runs]),
                      f"{np.mean([m['test_acc'][-1] for _, _, m, _ in runs]):.3f}",
                      fmt([float(np.max(m["test_acc"])) for _, _, m, _ in runs], 3),
-                     f"{fmt([float(r.get('hole_acc', np.nan)) for *_, r in runs], 3)} / {fmt([float(r.get('rest_acc', np.nan)) for *_, r in runs], 3)}",
-                     f"{fmt([float(r.get('swap_acc', np.nan)) for *_, r in runs], 3)} / {fmt([float(r.get('noswap_acc', np.nan)) for *_, r in runs], 3)}",
+                     *(" / ".join(fmt([float(r.get(k, np.nan)) for *_, r in runs], 3) for k in keys)
+                       for keys in (("hole_acc", "rest_acc"), ("swap_acc", "noswap_acc"))),
                      fmt([at(r, "c_fourier", g) for (_, _, _, r), g in zip(runs, te) if g is not None], 2),
                      *(fmt([at(r, k) for _, _, _, r in runs], 3 if k == "attn_entropy" else 2) for k in ("attn_entropy", "sr_train", "eff_rank")),
                      f"{np.mean([rank_corr(r['med'], r['test_loss']) for _, _, _, r in runs]):.2f}",
