@@ -19,6 +19,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch.func import functional_call, grad, vmap
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from model import Config, build_model
 from data import Stop, all_pairs, hole_mask, train_mask
@@ -185,7 +186,8 @@ def ntk(model, x, y):
 
     def f(prm, xi, yi):
         return functional_call(model, prm, (xi[None],))[0].gather(0, yi[None])[0]
-    J = vmap(grad(f), in_dims=(None, 0, 0))(params, x, y)
+    with sdpa_kernel(SDPBackend.MATH):  # batchable attention for deeper models, as in Stacked
+        J = vmap(grad(f), in_dims=(None, 0, 0))(params, x, y)
     J = torch.cat([j.flatten(1) for j in J.values()], 1).double()
     return J @ J.T
 

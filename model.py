@@ -20,6 +20,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.func import functional_call, stack_module_state, vmap
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 
 @dataclass
@@ -348,4 +349,7 @@ class Stacked(torch.nn.Module):
     def forward(self, x):  # (R, N, 3) -> (R, N, n_out)
         def one(p, b, xr):
             return functional_call(self.base[0], (p, b), (xr,))
-        return vmap(one)(dict(zip(self.names, self.flat)), self.bufs, x)
+        # vmap has no batching rule for the fused attention kernel of deeper models (the
+        # general path) and would loop over the runs; the math kernel is matmuls and softmax.
+        with sdpa_kernel(SDPBackend.MATH):
+            return vmap(one)(dict(zip(self.names, self.flat)), self.bufs, x)

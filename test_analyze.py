@@ -108,8 +108,10 @@ def test_effective_rank_and_spectrum_exponent():
     assert A.spectrum_exponent(Z) == pytest.approx(2.0, rel=1e-6)
 
 
-def test_ntk_equals_explicit_per_example_gradients():
-    model = build_model(Config(p=7, d_model=8, n_heads=2, d_mlp=16, dtype="float64"))
+@pytest.mark.filterwarnings("error")  # e.g. vmap falling back to a per-example loop
+@pytest.mark.parametrize("n_layers", [1, 2])
+def test_ntk_equals_explicit_per_example_gradients(n_layers):
+    model = build_model(Config(p=7, d_model=8, n_heads=2, d_mlp=16, n_layers=n_layers, dtype="float64"))
     x = torch.tensor([[1, 2, 7], [3, 4, 7], [6, 0, 7]])
     y = torch.tensor([3, 0, 6])
     rows = []

@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 
-from model import Config, LN_PLACEMENTS, build_model
+from model import Config, LN_PLACEMENTS, Stacked, build_model
 from data import make_data
 
 SMALL = dict(p=23, d_model=32, n_heads=4, d_mlp=64, frac=0.5, eval_every=5, ckpt_every=10)
@@ -119,6 +119,16 @@ def test_rmsnorm_and_post_train_and_deep_models_run():
     for kw in (dict(norm="rmsnorm", ln="pre"), dict(n_layers=2, ln="pre"), dict(n_layers=3, causal=True)):
         model = build_model(Config(p=23, **kw))
         assert model(tokens(23)).shape == (200, 24)
+
+
+@pytest.mark.filterwarnings("error")  # e.g. vmap falling back to a loop over the runs
+@pytest.mark.parametrize("n_layers", [1, 2])
+def test_stacked_runs_equal_separate_models(n_layers):
+    models = [build_model(Config(p=23, n_layers=n_layers, seed=s, dtype="float64")) for s in (0, 1)]
+    x = tokens(23)
+    out = Stacked(models)(torch.stack([x, x]))
+    for r, m in enumerate(models):
+        torch.testing.assert_close(out[r], m(x))
 
 
 def test_embed_mlp_variants():
