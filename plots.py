@@ -138,11 +138,12 @@ def group_runs(done):
         [next(iter(groups))[i][0] for i in varying] if groups else []
 
 
-def band(ax, runs, key, label, color, source=2):
+def band(ax, runs, key, label, style, source=2):
+    color, ls = style
     n = min(len(x[source][key]) for x in runs)
     steps = runs[0][source]["step"][:n]
     ys = np.stack([x[source][key][:n] for x in runs])
-    ax.plot(steps, ys.mean(0), color=color, label=label)
+    ax.plot(steps, ys.mean(0), color=color, ls=ls, label=label)
     ax.fill_between(steps, ys.min(0), ys.max(0), color=color, alpha=0.2)
 
 
@@ -154,12 +155,14 @@ def cross_run_figures(root, done):
     out = os.path.join(root, "figures")
     os.makedirs(out, exist_ok=True)
     groups, varying = group_runs(done)
-    colors = {lab: f"C{i % 10}" for i, lab in enumerate(groups)}
+    # (colour, line style): the colour cycle has 10 colours, so configurations 11-20 are dashed
+    styles = {lab: (f"C{i % 10}", "-" if i < 10 else "--") for i, lab in enumerate(groups)}
+    colors = {lab: c for lab, (c, _) in styles.items()}
 
     fig, axs = plt.subplots(1, 2, figsize=(13, 4.5))
     for lab, runs in groups.items():
-        band(axs[0], runs, "test_loss", lab, colors[lab])
-        band(axs[1], runs, "train_loss", lab, colors[lab])
+        band(axs[0], runs, "test_loss", lab, styles[lab])
+        band(axs[1], runs, "train_loss", lab, styles[lab])
     for ax, t in zip(axs, ("test", "train")):
         ax.axhline(GROK, color="gray", lw=0.8, ls=":")
         ax.set(yscale="log", xlabel="step", ylabel=f"{t} loss", title=f"{t} loss: mean over seeds, min-max band")
@@ -181,7 +184,7 @@ def cross_run_figures(root, done):
                            ("update_norm", "update norm ||theta_t+1 - theta_t||", True)]:
         fig, ax = plt.subplots(figsize=(7, 4.5))
         for lab, runs in groups.items():
-            band(ax, runs, key, lab, colors[lab], source=2 if key == "update_norm" else 3)  # metrics or analysis
+            band(ax, runs, key, lab, styles[lab], source=2 if key == "update_norm" else 3)  # metrics or analysis
             pts = [s for s in grok_steps(runs) if s is not None]
             if pts and key == "c_fourier":
                 g = np.mean(pts)
