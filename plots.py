@@ -240,9 +240,17 @@ def at(r, key, step=AT):
     return float(np.interp(step, r["step"], r[key])) if key in r and r["step"][-1] >= step else None
 
 
+def after_grok(m, key, f, window=1000):
+    """f (max, min) of a logged metric over the `window` steps from the first test loss <= GROK:
+    slingshots and fluctuations after generalizing (every experiment runs 1000 steps past it)."""
+    g = first_below(m["step"], m["test_loss"])
+    return None if g is None else float(f(m[key][(m["step"] >= g) & (m["step"] <= g + window)]))
+
+
 def write_summary(root, groups, done):
     header = ["configuration", "seeds", "train<=0.01 (mean +- std)", "test<=0.01 (mean +- std)", "reached", "test acc>=0.9 at",
-              "final test acc", "best test acc", "final acc in hole / rest of test", "final acc, test pairs with / without their swap in train", "C_Fourier at generalization", f"attn entropy at {AT}", f"SR-train at {AT}",
+              "final test acc", "best test acc", "final acc in hole / rest of test", "final acc, test pairs with / without their swap in train",
+              "1000 steps after test<=0.01: max train loss / min test acc", "C_Fourier at generalization", f"attn entropy at {AT}", f"SR-train at {AT}",
               f"eff. rank at {AT}", "MED-test loss rank corr", "key frequencies"]
     rows = []
     for lab, runs in groups.items():
@@ -255,6 +263,8 @@ def write_summary(root, groups, done):
                      fmt([float(np.max(m["test_acc"])) for _, _, m, _ in runs], 3),
                      *(" / ".join(fmt([float(r.get(k, np.nan)) for *_, r in runs], 3) for k in keys)
                        for keys in (("hole_acc", "rest_acc"), ("swap_acc", "noswap_acc"))),
+                     fmt([after_grok(m, "train_loss", np.max) for _, _, m, _ in runs], 2) + " / "
+                     + fmt([after_grok(m, "test_acc", np.min) for _, _, m, _ in runs], 3),
                      fmt([at(r, "c_fourier", g) for (_, _, _, r), g in zip(runs, te) if g is not None], 2),
                      *(fmt([at(r, k) for _, _, _, r in runs], 3 if k == "attn_entropy" else 2) for k in ("attn_entropy", "sr_train", "eff_rank")),
                      f"{np.mean([rank_corr(r['med'], r['test_loss']) for _, _, _, r in runs]):.2f}",
