@@ -241,16 +241,17 @@ def at(r, key, step=AT):
 
 
 def after_grok(m, key, f, window=1000):
-    """f (max, min) of a logged metric over the `window` steps from the first test loss <= GROK:
-    slingshots and fluctuations after generalizing (every experiment runs 1000 steps past it)."""
-    g = first_below(m["step"], m["test_loss"])
+    """f (max, min) of a logged metric over the `window` steps from the first test acc >= 0.9:
+    slingshots and fluctuations after generalizing (every experiment runs 1000 steps past test
+    loss <= GROK, which comes later)."""
+    g = first_below(m["step"], -m["test_acc"], -0.9)
     return None if g is None else float(f(m[key][(m["step"] >= g) & (m["step"] <= g + window)]))
 
 
 def write_summary(root, groups, done):
     header = ["configuration", "seeds", "train<=0.01 (mean +- std)", "test<=0.01 (mean +- std)", "reached", "test acc>=0.9 at",
               "final test acc", "best test acc", "final acc in hole / rest of test", "final acc, test pairs with / without their swap in train",
-              "1000 steps after test<=0.01: max train loss / min test acc", "C_Fourier at generalization", f"attn entropy at {AT}", f"SR-train at {AT}",
+              "1000 steps after test acc>=0.9: max train loss / min test acc", "C_Fourier at generalization", f"attn entropy at {AT}", f"SR-train at {AT}",
               f"eff. rank at {AT}", "MED-test loss rank corr", "key frequencies"]
     rows = []
     for lab, runs in groups.items():

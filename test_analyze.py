@@ -204,10 +204,10 @@ def test_summary_measures_at_a_common_step():
     assert plots.fmt([1, 3, None]) == "2 +- 1" and plots.fmt([None]) == "not reached"
     assert plots.fmt([plots.at(r, "attn_entropy", 0)], 3) == "-"
     m = dict(step=np.arange(0, 3000, 500), test_loss=np.array([5, 1, 0.005, 0.5, 0.001, 3]),
-             test_acc=np.array([0, 0.5, 1, 0.7, 1, 0.2]))
+             test_acc=np.array([0, 0.5, 0.95, 0.7, 1, 0.2]))
     assert plots.after_grok(m, "test_acc", np.min) == 0.7  # steps 1000-2000 only
     assert plots.after_grok(m, "test_loss", np.max, window=2000) == 3
-    assert plots.after_grok(dict(m, test_loss=np.ones(6)), "test_acc", np.min) is None
+    assert plots.after_grok(dict(m, test_acc=np.full(6, 0.8)), "test_acc", np.min) is None
 
 
 def test_analyze_bad_argument_is_one_line(tmp_path):
