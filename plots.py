@@ -251,7 +251,7 @@ def after_grok(m, key, f, window=1000):
 def write_summary(root, groups, done):
     header = ["configuration", "seeds", "train<=0.01 (mean +- std)", "test<=0.01 (mean +- std)", "reached", "test acc>=0.9 at",
               "final test acc", "best test acc", "final acc in hole / rest of test", "final acc, test pairs with / without their swap in train",
-              "1000 steps after test acc>=0.9: max train loss / min test acc", "C_Fourier at generalization", f"attn entropy at {AT}", f"SR-train at {AT}",
+              "1000 steps after test acc>=0.9: max train loss / min test acc / share of evals with test acc<0.9", "C_Fourier at generalization", f"attn entropy at {AT}", f"SR-train at {AT}",
               f"eff. rank at {AT}", "MED-test loss rank corr", "key frequencies"]
     rows = []
     for lab, runs in groups.items():
@@ -265,7 +265,8 @@ def write_summary(root, groups, done):
                      *(" / ".join(fmt([float(r.get(k, np.nan)) for *_, r in runs], 3) for k in keys)
                        for keys in (("hole_acc", "rest_acc"), ("swap_acc", "noswap_acc"))),
                      fmt([after_grok(m, "train_loss", np.max) for _, _, m, _ in runs], 2) + " / "
-                     + fmt([after_grok(m, "test_acc", np.min) for _, _, m, _ in runs], 3),
+                     + fmt([after_grok(m, "test_acc", np.min) for _, _, m, _ in runs], 3) + " / "
+                     + fmt([after_grok(m, "test_acc", lambda a: np.mean(a < 0.9)) for _, _, m, _ in runs], 2),
                      fmt([at(r, "c_fourier", g) for (_, _, _, r), g in zip(runs, te) if g is not None], 2),
                      *(fmt([at(r, k) for _, _, _, r in runs], 3 if k == "attn_entropy" else 2) for k in ("attn_entropy", "sr_train", "eff_rank")),
                      f"{np.mean([rank_corr(r['med'], r['test_loss']) for _, _, _, r in runs]):.2f}",

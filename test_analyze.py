@@ -207,6 +207,7 @@ def test_summary_measures_at_a_common_step():
              test_acc=np.array([0, 0.5, 0.95, 0.7, 1, 0.2]))
     assert plots.after_grok(m, "test_acc", np.min) == 0.7  # steps 1000-2000 only
     assert plots.after_grok(m, "test_loss", np.max, window=2000) == 3
+    assert plots.after_grok(m, "test_acc", lambda a: np.mean(a < 0.9)) == 1 / 3
     assert plots.after_grok(dict(m, test_acc=np.full(6, 0.8)), "test_acc", np.min) is None
 
 
