@@ -264,9 +264,8 @@ def write_summary(root, groups, done):
                      fmt([float(np.max(m["test_acc"])) for _, _, m, _ in runs], 3),
                      *(" / ".join(fmt([float(r.get(k, np.nan)) for *_, r in runs], 3) for k in keys)
                        for keys in (("hole_acc", "rest_acc"), ("swap_acc", "noswap_acc"))),
-                     fmt([after_grok(m, "train_loss", np.max) for _, _, m, _ in runs], 2) + " / "
-                     + fmt([after_grok(m, "test_acc", np.min) for _, _, m, _ in runs], 3) + " / "
-                     + fmt([after_grok(m, "test_acc", lambda a: np.mean(a < 0.9)) for _, _, m, _ in runs], 2),
+                     " / ".join(fmt([after_grok(m, k, f) for _, _, m, _ in runs], d) for k, f, d in
+                                (("train_loss", np.max, 2), ("test_acc", np.min, 3), ("test_acc", lambda a: np.mean(a < 0.9), 2))),
                      fmt([at(r, "c_fourier", g) for (_, _, _, r), g in zip(runs, te) if g is not None], 2),
                      *(fmt([at(r, k) for _, _, _, r in runs], 3 if k == "attn_entropy" else 2) for k in ("attn_entropy", "sr_train", "eff_rank")),
                      f"{np.mean([rank_corr(r['med'], r['test_loss']) for _, _, _, r in runs]):.2f}",
