@@ -252,7 +252,7 @@ def write_summary(root, groups, done):
     header = ["configuration", "seeds", "train<=0.01 (mean +- std)", "test<=0.01 (mean +- std)", "reached", "test acc>=0.9 at",
               "final test acc", "best test acc", "final acc in hole / rest of test", "final acc, test pairs with / without their swap in train",
               "1000 steps after test acc>=0.9: max train loss / min test acc / share of evals with test acc<0.9", "C_Fourier at generalization", f"attn entropy at {AT}", f"SR-train at {AT}",
-              f"eff. rank at {AT}", "MED-test loss rank corr", "key frequencies"]
+              f"eff. rank at {AT}", "eff. rank: peak / at generalization", "rank corr with test loss: MED / eff. rank", "key frequencies"]
     rows = []
     for lab, runs in groups.items():
         tr = [first_below(m["step"], m["train_loss"]) for _, _, m, _ in runs]
@@ -268,7 +268,10 @@ def write_summary(root, groups, done):
                                 (("train_loss", np.max, 2), ("test_acc", np.min, 3), ("test_acc", lambda a: np.mean(a < 0.9), 2))),
                      fmt([at(r, "c_fourier", g) for (_, _, _, r), g in zip(runs, te) if g is not None], 2),
                      *(fmt([at(r, k) for _, _, _, r in runs], 3 if k == "attn_entropy" else 2) for k in ("attn_entropy", "sr_train", "eff_rank")),
-                     f"{np.mean([rank_corr(r['med'], r['test_loss']) for _, _, _, r in runs]):.2f}",
+                     # Singh et al.: generalization comes with compressible features (low eff. rank)
+                     fmt([float(np.max(r["eff_rank"])) for *_, r in runs], 1) + " / " +
+                     fmt([at(r, "eff_rank", g) for (*_, r), g in zip(runs, te) if g is not None], 1),
+                     " / ".join(f"{np.mean([rank_corr(r[k], r['test_loss']) for *_, r in runs]):.2f}" for k in ("med", "eff_rank")),
                      "; ".join(str([int(k) for k in r["keys"]]) for _, _, _, r in runs)])
     with open(os.path.join(root, "summary.csv.tmp"), "w", newline="") as f:
         csv.writer(f).writerows([header] + rows)

@@ -4,6 +4,7 @@ analysis script end to end on a tiny run (bad runs skipped with a one-line messa
 
     python -m pytest -q test_analyze.py
 """
+import csv
 import math
 import os
 
@@ -191,6 +192,11 @@ def test_analyze_folder_of_runs_and_skip_bad_ones(tmp_path, capsys):
     assert r["swap_share"] == pytest.approx(swapped.double().mean().item()) and 0 < r["swap_share"] < 1
     summary = (tmp_path / "summary.md").read_text()
     assert "0 1" in summary and "ln=pre" in summary and "ln=off" in summary and "SR-train at 1000" in summary and "acc in hole" in summary and "without their swap" in summary and "test acc>=0.9 at" in summary
+    rows = list(csv.reader(open(tmp_path / "summary.csv")))
+    col = rows[0].index("eff. rank: peak / at generalization")
+    mlp = [r for r in rows if "model=mlp" in r[0]]
+    peak = np.load(tmp_path / "mlp_s0" / "analysis.npz")["eff_rank"].max()
+    assert len(mlp) == 1 and mlp[0][col] == f"{peak:.1f} +- 0.0 / not reached"
     # unchanged checkpoints: not recomputed
     mtime = os.path.getmtime(tmp_path / "pre_s0" / "analysis.npz")
     A.analyse_run(str(tmp_path / "pre_s0"))
