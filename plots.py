@@ -257,6 +257,7 @@ def write_summary(root, groups, done):
     for lab, runs in groups.items():
         tr = [first_below(m["step"], m["train_loss"]) for _, _, m, _ in runs]
         te = grok_steps(runs)
+        at_grok = lambda k: [at(r, k, g) for (*_, r), g in zip(runs, te) if g is not None]
         rows.append([lab, " ".join(str(c.seed) for _, c, _, _ in runs), fmt(tr), fmt(te),
                      f"{sum(x is not None for x in te)}/{len(te)}",
                      fmt([first_below(m["step"], -m["test_acc"], -0.9) for _, _, m, _ in runs]),
@@ -266,11 +267,11 @@ def write_summary(root, groups, done):
                        for keys in (("hole_acc", "rest_acc"), ("swap_acc", "noswap_acc"))),
                      " / ".join(fmt([after_grok(m, k, f) for _, _, m, _ in runs], d) for k, f, d in
                                 (("train_loss", np.max, 2), ("test_acc", np.min, 3), ("test_acc", lambda a: np.mean(a < 0.9), 2))),
-                     fmt([at(r, "c_fourier", g) for (_, _, _, r), g in zip(runs, te) if g is not None], 2),
+                     fmt(at_grok("c_fourier"), 2),
                      *(fmt([at(r, k) for _, _, _, r in runs], 3 if k == "attn_entropy" else 2) for k in ("attn_entropy", "sr_train", "eff_rank")),
                      # Singh et al.: generalization comes with compressible features (low eff. rank)
                      fmt([float(np.max(r["eff_rank"])) for *_, r in runs], 1) + " / " +
-                     fmt([at(r, "eff_rank", g) for (*_, r), g in zip(runs, te) if g is not None], 1),
+                     fmt(at_grok("eff_rank"), 1),
                      " / ".join(f"{np.mean([rank_corr(r[k], r['test_loss']) for *_, r in runs]):.2f}" for k in ("med", "eff_rank")),
                      "; ".join(str([int(k) for k in r["keys"]]) for _, _, _, r in runs)])
     with open(os.path.join(root, "summary.csv.tmp"), "w", newline="") as f:
