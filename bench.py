@@ -5,6 +5,7 @@ Benchmark one full-batch training step: this project's step against the straight
     python bench.py --ln off --steps 50 --device cuda
     python bench.py --preset alquabeh    # the embedding-MLP: tables against concatenation
     python bench.py --n-layers 2 --steps 5   # a deeper model: the general path of model.py
+    python bench.py --device cuda --runs 1 5 35   # also R seeds batched in one process (GPU)
 
 Prints ms/step of
   straightforward: PyTorch multi-head attention over all 3 positions, logits at every position
@@ -15,16 +16,18 @@ Prints ms/step of
                 models: the general path, its last block at the last position only);
 (for the embedding-MLP: the concatenated-input step against the table step of model.py),
 the ratio, the useful GFLOP/s of our step (matmul FLOPs of the math it must do) and a large
-fp32 matmul's GFLOP/s measured in the same run, as the machine's practical peak.
+fp32 matmul's GFLOP/s measured in the same run, as the machine's practical peak. With --runs,
+also the step of train.py for R runs (seeds) trained together, in model-steps per second.
 """
 import argparse
 import time
+from dataclasses import replace
 
 import torch
 
-from model import PRESETS, Config, build_model
 from data import make_data
-from train import loss_fn, make_optimizer, pick_device
+from model import PRESETS, Config, build_model, named_params
+from train import build_runs, cuda_graph, loss_fn, make_optimizer, pick_device
 
 
 def straightforward_logits(model, x):
@@ -36,7 +39,7 @@ def step_fn(model, opt, x, y, forward, x_test=None):
     def step():
         loss = loss_fn(forward(model, x), y)
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        loss.sum().backward()  # several runs: one loss each
         opt.step()
         if x_test is not None:
             with torch.no_grad():
@@ -75,6 +78,18 @@ def useful_flops(cfg, n):
     return 3 * 2 * (n * per_example + table)
 
 
+def runs_step(cfg, R, device):
+    """train.py's step for R seeds of cfg trained together (R == 1: the plain model); on a GPU
+    replayed as a CUDA graph, as train.py does between evaluations."""
+    cfgs = [replace(cfg, seed=cfg.seed + r) for r in range(R)]
+    x, y = (torch.stack(t).to(device) for t in list(zip(*map(make_data, cfgs)))[:2])  # (R, N, ...)
+    model, forward = build_runs(cfgs, device)
+    params = [p for _, p in named_params(model)]
+    opt = make_optimizer(named_params(model), cfg, capturable=device == "cuda")
+    step = step_fn(model, opt, x, y, lambda m, x: forward(x))
+    return cuda_graph(step, params, opt).replay if device == "cuda" else step
+
+
 def peak_gflops(device, size=2048, reps=10):
     a, b = torch.randn(size, size, device=device), torch.randn(size, size, device=device)
     ms = timeit(lambda: a @ b, reps, device)
@@ -89,6 +104,8 @@ def main():
                     "more than one times the general path")
     ap.add_argument("--steps", type=int, default=30, help="timed steps per variant (median reported)")
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--runs", type=int, nargs="+", default=[], metavar="R",
+                    help="also time train.py's step for R runs (seeds) batched, for each R given")
     args = ap.parse_args()
     device = pick_device(args.device)
     torch.set_flush_denormal(True)  # as train.py does
@@ -112,6 +129,10 @@ def main():
         print(f"{name:32s} {ms:8.1f} ms/step   {ms / ours:5.2f}x ours")
     print(f"this project: {useful_flops(cfg, len(x)) / 1e9:.2f} useful GFLOP per step = {gflops:.0f} GFLOP/s; "
           f"large fp32 matmul: {peak:.0f} GFLOP/s (the step runs at {100 * gflops / peak:.0f}% of it)")
+    for R in args.runs:
+        ms = timeit(runs_step(cfg, R, device), args.steps, device)
+        print(f"{R:3d} runs batched (train.py's step) {ms:8.2f} ms/step = {1000 * R / ms:8.0f} model-steps/s"
+              + (" (CUDA graph)" if device == "cuda" else ""))
 
 
 if __name__ == "__main__":

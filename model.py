@@ -353,3 +353,37 @@ class Stacked(torch.nn.Module):
         # general path) and would loop over the runs; the math kernel is matmuls and softmax.
         with sdpa_kernel(SDPBackend.MATH):
             return vmap(one)(dict(zip(self.names, self.flat)), self.bufs, x)
+
+
+def named_params(model):
+    return list(zip(model.names, model.flat)) if isinstance(model, Stacked) else list(model.named_parameters())
+
+
+def run_states(model, opt):
+    """Each run's model state_dict and AdamW state_dict on the CPU, sliced out of a stack.
+    Copied to the CPU once (not per run and tensor), and each slice cloned: torch.save of a
+    view would write the whole stack's storage into every run's file."""
+    sd = opt.state_dict()
+    state = {i: {k: v.cpu() for k, v in st.items()} for i, st in sd["state"].items()}
+    if not isinstance(model, Stacked):
+        return [({n: t.cpu() for n, t in model.state_dict().items()}, dict(sd, state=state))]
+    params = {n: p.detach().cpu() for n, p in named_params(model)}
+    return [({n: p[r].clone() for n, p in params.items()},
+             dict(sd, state={i: {k: (v[r].clone() if v.dim() else v) for k, v in st.items()} for i, st in state.items()}))
+            for r in range(len(model.flat[0]))]
+
+
+def load_runs(model, opt, cks):
+    """Inverse of run_states: load R runs' checkpoints into the (stacked) model and optimizer."""
+    sd = cks[0]["optim"]
+    if not isinstance(model, Stacked):
+        model.load_state_dict(cks[0]["model"])
+    else:
+        with torch.no_grad():
+            for n, p in named_params(model):
+                p.copy_(torch.stack([ck["model"][n] for ck in cks]))
+        sd["state"] = {i: {k: (torch.stack([ck["optim"]["state"][i][k] for ck in cks]) if v.dim() else v)
+                           for k, v in st.items()} for i, st in sd["state"].items()}
+    # 'capturable' (CUDA graphs) is this device's setting, not that of the one that saved the run
+    sd["param_groups"] = [dict(g, capturable=opt.defaults["capturable"]) for g in sd["param_groups"]]
+    opt.load_state_dict(sd)

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -22,6 +23,7 @@ from train import load_checkpoint, main, parse_args, run_name, train
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SMALL = dict(p=23, d_model=32, n_heads=4, d_mlp=64, frac=0.5, eval_every=5, ckpt_every=10)
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])  # CI has no GPU; the device tool does
 
 
 def quiet(*_):
@@ -102,9 +104,20 @@ def test_resume_continues_to_the_same_metrics_and_runs_are_deterministic(tmp_pat
         np.testing.assert_array_equal(np.array(full[k]), np.array(resumed[k]), err_msg=k)
 
 
+def test_a_gpu_run_resumes_on_the_cpu(tmp_path):
+    train(small_cfg(steps=10), str(tmp_path / "r"), log=quiet)
+    path = tmp_path / "r" / "resume.pt"
+    ck = torch.load(path, weights_only=True)
+    for g in ck["optim"]["param_groups"]:  # as a GPU run saves it: AdamW capturable for CUDA graphs
+        g["capturable"] = True
+    torch.save(ck, path)
+    resumed = train(small_cfg(steps=20), str(tmp_path / "r"), resume=True, log=quiet)
+    assert resumed["step"][-1] == 20 and np.isfinite(resumed["train_loss"]).all()
+
+
 def test_ctrl_c_saves_a_run_that_resume_finishes(tmp_path):
     args = [sys.executable, "train.py", "--p", "23", "--d-model", "32", "--d-mlp", "64", "--steps", "100000",
-            "--out", str(tmp_path), "--name", "r", "--eval-every", "5", "--ckpt-every", "1000"]
+            "--out", str(tmp_path), "--name", "r", "--eval-every", "5", "--ckpt-every", "1000", "--device", "cpu"]
     proc = subprocess.Popen(args, cwd=HERE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 60
     while not os.path.exists(tmp_path / "r" / "ckpt" / "step_000000.pt") and time.time() < deadline:
@@ -171,13 +184,17 @@ def test_a_small_config_really_groks(tmp_path):
 
 # ---------------------------------------------------------------- several runs, batched
 
-def test_batched_runs_equal_separate_runs_and_resume(tmp_path):
-    kws = (dict(seed=0), dict(seed=1, lr=3e-3, fix_wd=True, alpha=2.0, emb_lr_ratio="10"), dict(seed=2, op="a2+ab+b2", wd=0.3, alpha_lr=True))
-    cfgs = [small_cfg(steps=30, **kw) for kw in kws]
+BATCHED = (dict(seed=0), dict(seed=1, lr=3e-3, fix_wd=True, alpha=2.0, emb_lr_ratio="10"),
+           dict(seed=2, op="a2+ab+b2", wd=0.3, alpha_lr=True))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_batched_runs_equal_separate_runs_and_resume(device, tmp_path):
+    cfgs = [small_cfg(steps=30, **kw) for kw in BATCHED]
     dirs = [str(tmp_path / f"b{r}") for r in range(3)]
-    batched = train(cfgs, dirs, log=quiet)
+    batched = train(cfgs, dirs, device, log=quiet)
     for r, cfg in enumerate(cfgs):
-        alone = train(cfg, str(tmp_path / f"s{r}"), log=quiet)
+        alone = train(cfg, str(tmp_path / f"s{r}"), device, log=quiet)
         for k in ("train_loss", "test_loss", "train_acc", "weight_norm", "update_norm"):
             np.testing.assert_allclose(batched[r][k], alone[k], rtol=1e-4, atol=1e-6, err_msg=k)
         a = torch.load(tmp_path / f"b{r}" / "ckpt" / "step_000030.pt", weights_only=True)["model"]
@@ -185,11 +202,39 @@ def test_batched_runs_equal_separate_runs_and_resume(tmp_path):
         assert a.keys() == b.keys()
         for n in a:
             torch.testing.assert_close(a[n], b[n], rtol=1e-4, atol=1e-5)
+        ck = torch.load(tmp_path / f"b{r}" / "resume.pt", weights_only=True)  # this run's state only
+        for t in [*ck["model"].values(), *(v for st in ck["optim"]["state"].values() for v in st.values())]:
+            assert t.untyped_storage().nbytes() == t.numel() * t.element_size()
     half = [str(tmp_path / f"h{r}") for r in range(3)]
-    train([small_cfg(steps=20, **kw) for kw in kws], half, log=quiet)
-    resumed = train(cfgs, half, resume=True, log=quiet)
+    train([small_cfg(steps=20, **kw) for kw in BATCHED], half, device, log=quiet)
+    resumed = train(cfgs, half, device, resume=True, log=quiet)
     for r in range(3):
         np.testing.assert_array_equal(resumed[r]["test_loss"], batched[r]["test_loss"])
+
+
+@pytest.mark.skipif("cuda" not in DEVICES, reason="host synchronisation is a GPU matter; CI has no GPU")
+def test_no_host_synchronisation_in_the_step_but_at_evaluation(tmp_path):
+    def syncs(steps):  # evaluations at step 0 and at the end only: the same count for any steps
+        cfgs = [small_cfg(steps=steps, eval_every=1000, ckpt_every=1000, **kw) for kw in BATCHED]
+        torch.cuda.set_sync_debug_mode("warn")  # CUDA warns at every synchronising call
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                train(cfgs, [str(tmp_path / f"{steps}_{r}") for r in range(3)], "cuda", log=quiet)
+        finally:
+            torch.cuda.set_sync_debug_mode(0)
+        return sum("synchroniz" in str(w.message) for w in caught)
+    few = syncs(10)
+    assert few > 0 and syncs(40) == few  # > 0: the count sees the evaluations' synchronisations
+
+
+@pytest.mark.skipif("cuda" not in DEVICES, reason="compares the GPU path with the CPU; CI has no GPU")
+@pytest.mark.parametrize("kw", [dict(), dict(init="nanda", ln="off", causal=True, act="relu", warmup=10),
+                                dict(model="mlp", emb_lr_ratio="auto")])  # graphed after warm-up; eager
+def test_gpu_run_equals_cpu_run(kw, tmp_path):
+    runs = {dev: train(small_cfg(steps=40, **kw), str(tmp_path / dev), dev, log=quiet) for dev in ("cpu", "cuda")}
+    for k in ("train_loss", "test_loss", "weight_norm", "update_norm"):
+        np.testing.assert_allclose(runs["cuda"][k], runs["cpu"][k], rtol=1e-4, atol=1e-6, err_msg=k)
 
 
 def test_batched_runs_are_every_combination_and_share_shape(tmp_path):
@@ -223,8 +268,10 @@ def test_experiment_scripts_list_valid_distinct_runs(script):
 
 @pytest.mark.parametrize("n_layers", ["1", "2"])
 def test_bench_times_every_variant(n_layers):
-    out = subprocess.run([sys.executable, os.path.join(HERE, "bench.py"), "--steps", "1", "--n-layers", n_layers],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, os.path.join(HERE, "bench.py"), "--steps", "1", "--n-layers", n_layers,
+                          "--runs", "1", "2"], capture_output=True, text=True, check=True).stdout
     for name in ("straightforward + test forward", "straightforward ", "this project "):
         assert re.search(re.escape(name) + r"\s+[0-9.]+ ms/step", out), out
     assert re.search(r"useful GFLOP per step = [0-9]+ GFLOP/s; large fp32 matmul: [0-9]+ GFLOP/s", out), out
+    for R in (1, 2):
+        assert re.search(rf"{R} runs batched \(train.py's step\)\s+[0-9.]+ ms/step =\s+[0-9]+ model-steps/s", out), out
