@@ -20,13 +20,14 @@ fp32 matmul's GFLOP/s measured in the same run, as the machine's practical peak.
 also the step of train.py for R runs (seeds) trained together, in model-steps per second.
 """
 import argparse
+import sys
 import time
 from dataclasses import replace
 
 import torch
 
-from data import make_data
-from model import PRESETS, Config, build_model, named_params
+from data import Stop, make_data
+from model import PRESETS, Config, build_model, check_config, named_params
 from train import build_runs, cuda_graph, loss_fn, make_optimizer, pick_device
 
 
@@ -96,7 +97,7 @@ def peak_gflops(device, size=2048, reps=10):
     return 2 * size ** 3 / (ms / 1000) / 1e9
 
 
-def main():
+def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ln", help="LN placement (default: the preset's)")
     ap.add_argument("--preset", default="singh", choices=list(PRESETS))
@@ -106,11 +107,17 @@ def main():
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--runs", type=int, nargs="+", default=[], metavar="R",
                     help="also time train.py's step for R runs (seeds) batched, for each R given")
-    args = ap.parse_args()
-    device = pick_device(args.device)
-    torch.set_flush_denormal(True)  # as train.py does
+    args = ap.parse_args(argv)
     over = {k: v for k, v in (("ln", args.ln), ("n_layers", args.n_layers)) if v is not None}
     cfg = Config(**{**PRESETS[args.preset], **over})
+    try:
+        if args.steps < 1 or min(args.runs, default=1) < 1:
+            raise Stop("--steps and --runs take counts of at least 1")
+        device = pick_device(args.device)
+        check_config(cfg)
+    except (Stop, ValueError) as e:
+        sys.exit(f"error: {e}")
+    torch.set_flush_denormal(True)  # as train.py does
     x, y, xt, yt = (t.to(device) for t in make_data(cfg))
     print(f"device {device}, {torch.get_num_threads()} threads, torch {torch.__version__}, {args.preset} "
           f"{cfg.model}, ln {cfg.ln}, {cfg.n_layers} layers, p {cfg.p}, {len(x)} train / {len(xt)} test examples, float32, median of {args.steps} steps")

@@ -20,6 +20,7 @@ import torch
 from model import Config, LN_PLACEMENTS, build_model, check_config
 from data import Stop, check_task, make_data
 from train import load_checkpoint, main, parse_args, run_name, train
+from bench import main as bench_main
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SMALL = dict(p=23, d_model=32, n_heads=4, d_mlp=64, frac=0.5, eval_every=5, ckpt_every=10)
@@ -264,6 +265,13 @@ def test_experiment_scripts_list_valid_distinct_runs(script):
     names = runs("--list")
     assert names and len(set(names)) == len(names)  # no two jobs write one folder
     assert sorted(runs("--batched")) == sorted(names)  # the batched commands train the same runs
+
+
+@pytest.mark.parametrize("argv,msg", [(["--device", "tpu"], "unknown --device"), (["--ln", "mid"], "unknown --ln"),
+                                      (["--runs", "0"], "--runs"), (["--steps", "0"], "--steps")])
+def test_bench_refuses_bad_input(argv, msg):
+    with pytest.raises(SystemExit, match=msg):
+        bench_main(argv)
 
 
 @pytest.mark.parametrize("n_layers", ["1", "2"])
