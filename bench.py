@@ -85,10 +85,10 @@ def runs_step(cfg, R, device):
     cfgs = [replace(cfg, seed=cfg.seed + r) for r in range(R)]
     x, y = (torch.stack(t).to(device) for t in list(zip(*map(make_data, cfgs)))[:2])  # (R, N, ...)
     model, forward = build_runs(cfgs, device)
-    params = [p for _, p in named_params(model)]
-    opt = make_optimizer(named_params(model), cfg, capturable=device == "cuda")
+    named = named_params(model)
+    opt = make_optimizer(named, cfg, capturable=device == "cuda")
     step = step_fn(model, opt, x, y, lambda m, x: forward(x))
-    return cuda_graph(step, params, opt).replay if device == "cuda" else step
+    return cuda_graph(step, [p for _, p in named], opt).replay if device == "cuda" else step
 
 
 def peak_gflops(device, size=2048, reps=10):

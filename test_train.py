@@ -231,7 +231,7 @@ def test_no_host_synchronisation_in_the_step_but_at_evaluation(tmp_path):
 
 @pytest.mark.skipif("cuda" not in DEVICES, reason="compares the GPU path with the CPU; CI has no GPU")
 @pytest.mark.parametrize("kw", [dict(), dict(init="nanda", ln="off", causal=True, act="relu", warmup=10),
-                                dict(model="mlp", emb_lr_ratio="auto")])  # graphed after warm-up; eager
+                                dict(model="mlp", emb_lr_ratio="auto")])  # graphed from step 1 / 10; never
 def test_gpu_run_equals_cpu_run(kw, tmp_path):
     runs = {dev: train(small_cfg(steps=40, **kw), str(tmp_path / dev), dev, log=quiet) for dev in ("cpu", "cuda")}
     for k in ("train_loss", "test_loss", "weight_norm", "update_norm"):
