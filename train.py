@@ -159,11 +159,10 @@ def make_optimizer(named, cfg, capturable=False):
 
 def cuda_graph(step, params, opt):
     """Record step() (forward, backward, AdamW) as a CUDA graph, replayed by graph.replay().
-    A small model's eager step on a GPU is bound by launching its hundreds of small kernels
-    from Python (5.3 ms on an H100 against 1.2 ms replayed: bench.py --device cuda --runs 1);
-    the full batch never changes, so the whole step can be recorded once. CUDA graphs need
-    warm-up runs on a side stream first (lazy state, cuBLAS); they are undone here, so
-    training goes on from where it was."""
+    A small model's eager GPU step is bound by launching its hundreds of small kernels (5.3 ms
+    on an H100 against 1.2 ms replayed: bench.py --device cuda --runs 1), and the full batch
+    never changes, so the step is recorded once. The warm-up runs that CUDA graphs need (on
+    a side stream: lazy state, cuBLAS) are undone, so training goes on from where it was."""
     state = [v for s in opt.state.values() for v in s.values() if torch.is_tensor(v)]
     saved = [t.detach().clone() for t in params + state]
     side = torch.cuda.Stream()
