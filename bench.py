@@ -28,7 +28,7 @@ import torch
 
 from data import Stop, make_data
 from model import PRESETS, Config, build_model, check_config, named_params
-from train import build_runs, cuda_graph, loss_fn, make_optimizer, pick_device
+from train import build_runs, cuda_graph, loss_fn, make_optimizer, pick_device, tune_cpu
 
 
 def straightforward_logits(model, x):
@@ -117,7 +117,7 @@ def main(argv=None):
         check_config(cfg)
     except (Stop, ValueError) as e:
         sys.exit(f"error: {e}")
-    torch.set_flush_denormal(True)  # as train.py does
+    tune_cpu()  # as train.py does
     x, y, xt, yt = (t.to(device) for t in make_data(cfg))
     print(f"device {device}, {torch.get_num_threads()} threads, torch {torch.__version__}, {args.preset} "
           f"{cfg.model}, ln {cfg.ln}, {cfg.n_layers} layers, p {cfg.p}, {len(x)} train / {len(xt)} test examples, float32, median of {args.steps} steps")

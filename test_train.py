@@ -283,3 +283,34 @@ def test_bench_times_every_variant(n_layers):
     assert re.search(r"useful GFLOP per step = [0-9]+ GFLOP/s; large fp32 matmul: [0-9]+ GFLOP/s", out), out
     for R in (1, 2):
         assert re.search(rf"{R} runs batched \(train.py's step\)\s+[0-9.]+ ms/step =\s+[0-9]+ model-steps/s", out), out
+
+
+FAULTS = """
+import resource, sys, torch
+sys.path.insert(0, {here!r})
+from data import make_data
+from model import Config, build_model
+from train import loss_fn, make_optimizer, tune_cpu
+cfg = Config()
+x, y, _, _ = make_data(cfg)
+model = build_model(cfg)
+opt = make_optimizer(list(model.named_parameters()), cfg)
+def faults_per_step(steps=10):
+    for i in range(5 + steps):
+        if i == 5:
+            f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        opt.zero_grad(set_to_none=True)
+        loss_fn(model(x), y).backward()
+        opt.step()
+    return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0) / steps
+before = faults_per_step()
+tune_cpu()
+print(before, faults_per_step())
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="glibc's malloc settings")
+def test_tune_cpu_stops_the_default_step_page_faulting():
+    out = subprocess.run([sys.executable, "-c", FAULTS.format(here=HERE)], capture_output=True, text=True, check=True)
+    before, after = map(float, out.stdout.split())
+    assert after < before / 10, (before, after)  # glibc's defaults: 1000-4000 a step here

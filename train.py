@@ -11,6 +11,7 @@ Full-batch training on modular arithmetic, writing checkpoints and a .npz of met
 Writes runs/<name>/{config.json, metrics.npz, resume.pt, ckpt/step_XXXXXX.pt}.
 """
 import argparse
+import ctypes
 import itertools
 import json
 import os
@@ -29,20 +30,16 @@ from model import Config, LN_PLACEMENTS, PRESETS, Stacked, build_model, load_run
 GROK = 0.01  # "generalized" = first step with loss <= this (Singh et al.)
 
 HELP = dict(
-    p="modulus", op=f"operation: {', '.join(OPS)}", frac="fraction of pairs in train",
+    p="modulus", op=f"operation: {', '.join(OPS)}", frac="fraction of pairs in train", seed="seed of split and init",
     split="random | balanced (every operand equally often) | square | strip (Gu et al.)",
-    hole="size K of the dug-out square {a,b<=K} or strip {a<=K}",
-    seed="seed of split and init",
-    data_seed="seed of the split alone", model="transformer | mlp",
-    embed="mlp: learned | onehot", n_layers="transformer blocks", d_model="width",
-    n_heads="attention heads", d_mlp="MLP width", act="gelu | relu",
-    causal="causal attention mask", ln="LayerNorm placement: " + ", ".join(LN_PLACEMENTS),
-    norm="layernorm | rmsnorm", ln_eps="norm epsilon", alpha="readout scale on the logits",
-    init="singh | nanda", lr="AdamW learning rate", wd="AdamW weight decay",
-    betas="AdamW betas", eps="AdamW eps", warmup="linear lr warmup steps",
-    fix_wd="scale wd by 1e-3/lr (lr*wd fixed, Singh et al.'s lr sweep)",
-    alpha_lr="divide lr by alpha^2", emb_lr_ratio="embedding lr / lr, a number or 'auto'",
-    steps="optimizer steps (full batch)", dtype="float32 | float64",
+    hole="size K of the dug-out square {a,b<=K} or strip {a<=K}", data_seed="seed of the split alone",
+    model="transformer | mlp", embed="mlp: learned | onehot", n_layers="transformer blocks", d_model="width",
+    n_heads="attention heads", d_mlp="MLP width", act="gelu | relu", causal="causal attention mask",
+    ln="LayerNorm placement: " + ", ".join(LN_PLACEMENTS), norm="layernorm | rmsnorm", ln_eps="norm epsilon",
+    alpha="readout scale on the logits", init="singh | nanda", lr="AdamW learning rate", wd="AdamW weight decay",
+    betas="AdamW betas", eps="AdamW eps", warmup="linear lr warmup steps", dtype="float32 | float64",
+    fix_wd="scale wd by 1e-3/lr (lr*wd fixed, Singh et al.'s lr sweep)", alpha_lr="divide lr by alpha^2",
+    emb_lr_ratio="embedding lr / lr, a number or 'auto'", steps="optimizer steps (full batch)",
     eval_every="steps between metric rows", ckpt_every="steps between checkpoints",
 )
 
@@ -137,10 +134,6 @@ def emb_lr_ratio(model, cfg, x_train):
     return float(torch.linalg.matrix_norm(E, 2) / torch.linalg.matrix_norm(W, 2) / f_E)
 
 
-def warmup(cfg, step):
-    return min(step / cfg.warmup, 1.0) if cfg.warmup else 1.0  # Nanda: step 0 has lr 0
-
-
 def base_lr(cfg):
     return cfg.lr / (cfg.alpha ** 2 if cfg.alpha_lr else 1)
 
@@ -191,6 +184,19 @@ def build_runs(cfgs, device):
     return model, (lambda x: model(x[0])[None]) if len(models) == 1 else model
 
 
+def tune_cpu():
+    """Process-wide CPU settings that speed training up and change no value that matters:
+    after grokking AdamW's squared-gradient state falls below float32's normal range, and x86
+    CPUs compute on such denormals several times slower, so flush values below 1.2e-38 to 0;
+    a step allocates its ~8 MB activations anew, and glibc maps blocks that large afresh and
+    unmaps them at free (~1100 page faults a step), so keep freed memory in the heap instead
+    (mallopt M_MMAP_THRESHOLD = -3 and M_TRIM_THRESHOLD = -1, in bytes)."""
+    torch.set_flush_denormal(True)
+    if sys.platform == "linux":
+        for option in (-3, -1):
+            getattr(ctypes.CDLL(None), "mallopt", lambda *_: 0)(option, 1 << 30)
+
+
 def pick_device(name):
     if name == "auto":
         if torch.cuda.is_available():
@@ -216,10 +222,7 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, log=
     """The one training loop, for one run (a Config and a folder) or several runs of one shape
     (lists, differing only in STACKABLE options) trained together. Returns the metrics (for
     several runs, a list of them)."""
-    # After grokking the gradients are tiny and AdamW's squared-gradient state falls below
-    # float32's normal range; x86 CPUs compute on such denormals several times slower (a run's
-    # late steps took 3x longer). Flushing them to 0 changes values below 1.2e-38 only.
-    torch.set_flush_denormal(True)
+    tune_cpu()
     single = isinstance(cfgs, Config)
     cfgs, run_dirs = ([cfgs], [run_dirs]) if single else (list(cfgs), list(run_dirs))
     cfg, R = cfgs[0], len(cfgs)
@@ -291,9 +294,6 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, log=
             save_atomic(dict(ck, optim=optim), os.path.join(d, "resume.pt"))
         save_metrics()
 
-    def per_run(t):  # a parameter as (R, ...)
-        return t if R > 1 else t[None]
-
     def update(losses, f):  # backward and AdamW: one step of every run
         opt.zero_grad(set_to_none=not graphing)  # graphing: in place, the graph reads the .grad it recorded
         losses.sum().backward()  # runs share no parameter: each gets its own gradient
@@ -313,7 +313,7 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, log=
                 save(step)
                 log(f"interrupted at step {step}: saved; continue with --resume")
                 break
-            f = warmup(cfg, step)
+            f = min(step / cfg.warmup, 1.0) if cfg.warmup else 1.0  # lr factor; Nanda: step 0 has lr 0
             evaluate = step % cfg.eval_every == 0 or step % cfg.ckpt_every == 0 or step == end
             if evaluate and cfg.emb_lr_ratio == "auto":
                 ratios = [emb_lr_ratio(model, cfg, x_tr[0])]
@@ -337,7 +337,7 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, log=
                     before = [p.detach().clone() for p in params]
                     cols = dict(train_loss=losses, train_acc=accuracy(logits, y_tr),
                                 test_loss=loss_fn(test_logits, y_te), test_acc=accuracy(test_logits, y_te),
-                                weight_norm=sum((per_run(p).double() ** 2).flatten(1).sum(1) for p in before))
+                                weight_norm=sum((p.double() ** 2).reshape(R, -1).sum(1) for p in before))
                     cols = {k: v.tolist() for k, v in cols.items()}
                 for r, m in enumerate(metrics):
                     row = dict(step=step, update_norm=float("nan"), lr=base_lr(cfgs[r]) * f, emb_lr_ratio=ratios[r],
@@ -359,7 +359,7 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, log=
                 graph = cuda_graph(lambda: update(loss_fn(forward(x_tr), y_tr), 1.0), params, opt)
             if evaluate:
                 with torch.no_grad():  # ||theta_{t+1} - theta_t|| of this step
-                    upd = sum((per_run(p - q).double() ** 2).flatten(1).sum(1) for p, q in zip(params, before)).sqrt()
+                    upd = sum(((p - q).double() ** 2).reshape(R, -1).sum(1) for p, q in zip(params, before)).sqrt()
                     for m, u in zip(metrics, upd.tolist()):
                         m["update_norm"][-1] = u
                 now = time.time()
