@@ -16,8 +16,9 @@ Prints ms/step of
                 models: the general path, its last block at the last position only);
 (for the embedding-MLP: the concatenated-input step against the table step of model.py),
 the ratio, the useful GFLOP/s of our step (matmul FLOPs of the math it must do) and a large
-fp32 matmul's GFLOP/s measured in the same run, as the machine's practical peak. With --runs,
-also the step of train.py for R runs (seeds) trained together, in model-steps per second.
+fp32 matmul's GFLOP/s measured in the same run, as the machine's practical peak, and (one
+layer) the time of the step's per-example matmuls alone, a floor for any step of this math.
+With --runs, also the step of train.py for R runs (seeds) trained together, in model-steps/s.
 """
 import argparse
 import sys
@@ -91,6 +92,18 @@ def runs_step(cfg, R, device):
     return cuda_graph(step, [p for _, p in named], opt).replay if device == "cuda" else step
 
 
+def matmul_ms(cfg, n, device, steps):
+    """ms of the per-example matrix products of a one-layer step alone, each timed on its own:
+    out_proj, fc1, fc2 and unembedding, forward and both backward products. No step of this
+    math can take less, whatever is done with the rest."""
+    d, m, total = cfg.d_model, cfg.d_mlp, 0.0
+    for k, j in ((d, d), (d, m), (m, d), (d, cfg.n_out)):
+        x, w, g = (torch.randn(*shape, device=device) for shape in ((n, k), (k, j), (n, j)))
+        for a, b in ((x, w), (g, w.T), (x.T, g)):  # output, input's gradient, weight's gradient
+            total += timeit(lambda: a @ b, steps, device)
+    return total
+
+
 def peak_gflops(device, size=2048, reps=10):
     a, b = torch.randn(size, size, device=device), torch.randn(size, size, device=device)
     ms = timeit(lambda: a @ b, reps, device)
@@ -136,6 +149,9 @@ def main(argv=None):
         print(f"{name:32s} {ms:8.1f} ms/step   {ms / ours:5.2f}x ours")
     print(f"this project: {useful_flops(cfg, len(x)) / 1e9:.2f} useful GFLOP per step = {gflops:.0f} GFLOP/s; "
           f"large fp32 matmul: {peak:.0f} GFLOP/s (the step runs at {100 * gflops / peak:.0f}% of it)")
+    if cfg.model == "transformer" and cfg.n_layers == 1:
+        print(f"its per-example matmuls alone: {matmul_ms(cfg, len(x), device, args.steps):.1f} ms "
+              f"(a step 5x faster than the straightforward one: {results['straightforward'] / 5:.1f} ms)")
     for R in args.runs:
         ms = timeit(runs_step(cfg, R, device), args.steps, device)
         print(f"{R:3d} runs batched (train.py's step) {ms:8.2f} ms/step = {1000 * R / ms:8.0f} model-steps/s"

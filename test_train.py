@@ -281,6 +281,8 @@ def test_bench_times_every_variant(n_layers):
     for name in ("straightforward + test forward", "straightforward ", "this project "):
         assert re.search(re.escape(name) + r"\s+[0-9.]+ ms/step", out), out
     assert re.search(r"useful GFLOP per step = [0-9]+ GFLOP/s; large fp32 matmul: [0-9]+ GFLOP/s", out), out
+    assert (re.search(r"its per-example matmuls alone: [0-9.]+ ms \(a step 5x faster than the straightforward one: [0-9.]+ ms\)", out)
+            is not None) == (n_layers == "1"), out
     for R in (1, 2):
         assert re.search(rf"{R} runs batched \(train.py's step\)\s+[0-9.]+ ms/step =\s+[0-9]+ model-steps/s", out), out
 
