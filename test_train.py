@@ -315,4 +315,4 @@ print(before, faults_per_step())
 def test_tune_cpu_stops_the_default_step_page_faulting():
     out = subprocess.run([sys.executable, "-c", FAULTS.format(here=HERE)], capture_output=True, text=True, check=True)
     before, after = map(float, out.stdout.split())
-    assert after < before / 10, (before, after)  # glibc's defaults: 1000-4000 a step here
+    assert after < max(before / 10, 50), (before, after)  # glibc's defaults: 1000-5000 a step here
