@@ -189,8 +189,8 @@ def tune_cpu():
     after grokking AdamW's squared-gradient state falls below float32's normal range, and x86
     CPUs compute on such denormals several times slower, so flush values below 1.2e-38 to 0;
     a step allocates its ~8 MB activations anew, and glibc maps blocks that large afresh and
-    unmaps them at free (900-5000 page faults a step), so keep freed memory in the heap instead
-    (mallopt M_MMAP_THRESHOLD = -3 and M_TRIM_THRESHOLD = -1, in bytes)."""
+    unmaps them at free (hundreds to thousands of page faults a step), so keep freed memory in
+    the heap (mallopt M_MMAP_THRESHOLD = -3 and M_TRIM_THRESHOLD = -1, in bytes)."""
     torch.set_flush_denormal(True)
     if sys.platform == "linux":
         for option in (-3, -1):
