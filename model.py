@@ -337,22 +337,33 @@ def build_model(cfg):
 class Stacked(torch.nn.Module):
     """R models of one shape trained as one: parameters stacked on a leading run axis and the
     forward vmapped (torch.func), so a GPU runs R small models as one batch. AdamW is
-    elementwise, so one step on the stack is R separate steps."""
+    elementwise, so one step on the stack is R separate steps. An LN placement is code, not
+    parameters: each run of consecutive models with one placement has its own copy of the code."""
 
     def __init__(self, models):
         super().__init__()
         params, self.bufs = stack_module_state(models)
         self.names = list(params)
         self.flat = torch.nn.ParameterList(params.values())
-        self.base = [copy.deepcopy(models[0]).to("meta")]  # in a list: not a submodule
+        self.groups, self.unused = [], []  # [first run, end, module]; per run: parameters it never reads
+        for r, m in enumerate(models):
+            if not self.groups or m.cfg.ln != models[self.groups[-1][0]].cfg.ln:
+                self.groups.append([r, r, copy.deepcopy(m).to("meta")])
+                named = list(m.named_parameters())
+                out = m(torch.zeros(1, 3, dtype=torch.long, device=named[0][1].device)).sum()
+                grads = torch.autograd.grad(out, [p for _, p in named], allow_unused=True)
+                unused = {n for (n, _), g in zip(named, grads) if g is None}
+            self.groups[-1][1] = r + 1
+            self.unused.append(unused)
 
     def forward(self, x):  # (R, N, 3) -> (R, N, n_out)
-        def one(p, b, xr):
-            return functional_call(self.base[0], (p, b), (xr,))
         # vmap has no batching rule for the fused attention kernel of deeper models (the
         # general path) and would loop over the runs; the math kernel is matmuls and softmax.
         with sdpa_kernel(SDPBackend.MATH):
-            return vmap(one)(dict(zip(self.names, self.flat)), self.bufs, x)
+            out = [vmap(lambda p, b, xr: functional_call(base, (p, b), (xr,)))(
+                {n: p[s:e] for n, p in zip(self.names, self.flat)}, {n: b[s:e] for n, b in self.bufs.items()}, x[s:e])
+                for s, e, base in self.groups]
+        return out[0] if len(out) == 1 else torch.cat(out)
 
 
 def named_params(model):

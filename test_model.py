@@ -124,11 +124,14 @@ def test_rmsnorm_and_post_train_and_deep_models_run():
 @pytest.mark.filterwarnings("error")  # e.g. vmap falling back to a loop over the runs
 @pytest.mark.parametrize("n_layers", [1, 2])
 def test_stacked_runs_equal_separate_models(n_layers):
-    models = [build_model(Config(p=23, n_layers=n_layers, seed=s, dtype="float64")) for s in (0, 1)]
+    runs = ((0, "pre"), (1, "pre"), (2, "attn-pre-v"))  # two placements: two groups in one stack
+    models = [build_model(Config(p=23, n_layers=n_layers, seed=s, ln=ln, dtype="float64")) for s, ln in runs]
     x = tokens(23)
-    out = Stacked(models)(torch.stack([x, x]))
+    stacked = Stacked(models)
+    out = stacked(torch.stack([x] * 3))
     for r, m in enumerate(models):
         torch.testing.assert_close(out[r], m(x))
+    assert stacked.unused == [set(), set(), {f"blocks.{i}.ln2.{w}" for i in range(n_layers) for w in ("weight", "bias")}]
 
 
 def test_embed_mlp_variants():

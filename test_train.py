@@ -78,6 +78,17 @@ def test_resume_refuses_missing_corrupt_and_different(tmp_path):
         main(args + ["--resume", "--steps", "20"])
 
 
+def test_resume_may_extend_steps_under_the_default_name(tmp_path):
+    args = ["--p", "23", "--d-model", "32", "--d-mlp", "64", "--eval-every", "5", "--out", str(tmp_path)]
+    with pytest.raises(SystemExit, match="missing checkpoint"):
+        main(args + ["--steps", "10", "--resume"])
+    assert not tmp_path.exists() or not os.listdir(tmp_path)  # a refused --resume leaves no folder
+    main(args + ["--steps", "10"])
+    main(args + ["--steps", "20", "--resume"])  # --steps names no run: the same folder goes on
+    assert os.listdir(tmp_path) == ["ln-pre_p-23_d-model-32_d-mlp-64_eval-every-5_s0"]
+    assert np.load(tmp_path / os.listdir(tmp_path)[0] / "metrics.npz")["step"][-1] == 20
+
+
 # ---------------------------------------------------------------- checkpoints, resume, determinism
 
 def test_checkpoint_round_trip(tmp_path):
@@ -185,8 +196,9 @@ def test_a_small_config_really_groks(tmp_path):
 
 # ---------------------------------------------------------------- several runs, batched
 
-BATCHED = (dict(seed=0), dict(seed=1, lr=3e-3, fix_wd=True, alpha=2.0, emb_lr_ratio="10"),
-           dict(seed=2, op="a2+ab+b2", wd=0.3, alpha_lr=True))
+# three LN placements too: pre uses both LNs, attn-pre not the MLP's, mlp-pre not attention's
+BATCHED = (dict(seed=0), dict(seed=1, lr=3e-3, fix_wd=True, alpha=2.0, emb_lr_ratio="10", ln="attn-pre"),
+           dict(seed=2, op="a2+ab+b2", wd=0.3, alpha_lr=True, ln="mlp-pre"))
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -242,8 +254,12 @@ def test_batched_runs_are_every_combination_and_share_shape(tmp_path):
     cfgs, args, given = parse_args(["--lr", "1e-3", "3e-3", "--seed", "0", "1"])
     assert [(c.seed, c.lr) for c in cfgs] == [(0, 1e-3), (0, 3e-3), (1, 1e-3), (1, 3e-3)]
     assert len({run_name(c, args.preset, given) for c in cfgs}) == 4
+    cfgs, args, given = parse_args(["--ln", "pre", "mlp-pre", "--seed", "0", "1"])
+    assert [(c.ln, c.seed) for c in cfgs] == [("pre", 0), ("pre", 1), ("mlp-pre", 0), ("mlp-pre", 1)]
     with pytest.raises(Stop, match="not d_mlp"):
         train([small_cfg(), small_cfg(d_mlp=48)], [str(tmp_path / "a"), str(tmp_path / "b")], log=quiet)
+    with pytest.raises(Stop, match="train --ln off .no LayerNorm. on its own"):
+        train([small_cfg(), small_cfg(ln="off")], [str(tmp_path / "a"), str(tmp_path / "b")], log=quiet)
     with pytest.raises(SystemExit, match="--name names one run"):
         main(["--seed", "0", "1", "--name", "x", "--out", str(tmp_path)])
 

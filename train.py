@@ -5,7 +5,7 @@ Full-batch training on modular arithmetic, writing checkpoints and a .npz of met
     python train.py --preset nanda               # Nanda et al.'s mainline (ReLU, causal, 40k steps)
     python train.py --preset alquabeh --embed onehot   # embedding-MLP without embeddings
     python train.py --ln pre --seed 0 --steps 20000 --resume   # continue a run
-    python train.py --ln pre --seed 456 789 111 222 333   # five seeds batched in one process
+    python train.py --ln pre mlp-pre --seed 456 789 111 222 333   # 10 runs batched in one process
     python train.py --ln off --lr 3e-4 1e-3 3e-3 --fix-wd --seed 456 789 111   # 9 runs, batched
 
 Writes runs/<name>/{config.json, metrics.npz, resume.pt, ckpt/step_XXXXXX.pt}.
@@ -40,12 +40,10 @@ HELP = dict(
     betas="AdamW betas", eps="AdamW eps", warmup="linear lr warmup steps", dtype="float32 | float64",
     fix_wd="scale wd by 1e-3/lr (lr*wd fixed, Singh et al.'s lr sweep)", alpha_lr="divide lr by alpha^2",
     emb_lr_ratio="embedding lr / lr, a number or 'auto'", steps="optimizer steps (full batch)",
-    eval_every="steps between metric rows", ckpt_every="steps between checkpoints",
-)
+    eval_every="steps between metric rows", ckpt_every="steps between checkpoints")
 
 
-MULTI = ("seed", "lr", "wd", "alpha")  # may take several values: every combination is a run,
-                                      # and all of them are trained together, batched (Stacked)
+MULTI = ("ln", "seed", "lr", "wd", "alpha")  # several values: each combination a run, all batched (Stacked)
 
 
 def parse_args(argv=None):
@@ -77,11 +75,12 @@ def parse_args(argv=None):
 
 
 def run_name(cfg, preset, given):
-    """Readable and unique: preset, model, the options given explicitly, the seed."""
+    """Readable and unique: preset, model, the options given explicitly (not --steps, a budget
+    that --resume may extend), the seed."""
     parts = [] if preset == "singh" else [preset]
     parts.append(f"ln-{cfg.ln}" if cfg.model == "transformer" else f"mlp-{cfg.embed}")
     for k in given:
-        if k not in ("ln", "embed", "seed", "model"):
+        if k not in ("ln", "embed", "seed", "model", "steps"):
             v = getattr(cfg, k)
             v = "-".join(map(str, v)) if isinstance(v, tuple) else v
             parts.append(f"{k.replace('_', '-')}-{v}")
@@ -144,8 +143,7 @@ def weight_decay(cfg):
 
 def make_optimizer(named, cfg, capturable=False):
     emb = [p for n, p in named if n == "embed.weight"]
-    rest = [p for n, p in named if n != "embed.weight"]
-    groups = [dict(params=rest, emb=False)] + ([dict(params=emb, emb=True)] if emb else [])
+    groups = [dict(params=[p for n, p in named if n != "embed.weight"], emb=False)] + ([dict(params=emb, emb=True)] if emb else [])
     return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas, eps=cfg.eps, weight_decay=weight_decay(cfg),
                              capturable=capturable)
 
@@ -180,6 +178,8 @@ def build_runs(cfgs, device):
         models = [build_model(c).to(device) for c in cfgs]
     except ValueError as e:
         raise Stop(str(e))
+    if len({tuple((n, p.shape) for n, p in m.named_parameters()) for m in models}) > 1:
+        raise Stop("runs trained together need the same parameters: train --ln off (no LayerNorm) on its own")
     model = models[0] if len(models) == 1 else Stacked(models)
     return model, (lambda x: model(x[0])[None]) if len(models) == 1 else model
 
@@ -215,7 +215,7 @@ def first_below(steps, values, thr=GROK):
 
 
 # may differ between runs trained together
-STACKABLE = ("seed", "data_seed", "op", "split", "hole", "lr", "wd", "fix_wd", "alpha", "alpha_lr", "emb_lr_ratio")
+STACKABLE = ("ln", "seed", "data_seed", "op", "split", "hole", "lr", "wd", "fix_wd", "alpha", "alpha_lr", "emb_lr_ratio")
 
 
 def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, log=print):
@@ -248,21 +248,20 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, log=
     # changes the embedding lr at every evaluation, so such runs stay eager).
     graphing, graph = device == "cuda" and cfg.emb_lr_ratio != "auto", None
     opt = make_optimizer(named, cfg, capturable=graphing)
-    # Runs trained together may differ in lr and weight decay. AdamW's step is
-    # p <- p * (1 - lr * wd) - lr * u, and the Adam direction u depends on neither; so the runs
-    # share one AdamW with lr 1 and wd 0, which moves p to p - u, and each run's lr and wd are
-    # applied after it (update), all on the device.
-    by_hand = len({(base_lr(c), weight_decay(c), c.emb_lr_ratio) for c in cfgs}) > 1
+    # Runs trained together may differ in lr and weight decay. AdamW's step is p <- p * (1 - lr *
+    # wd) - lr * u, and the Adam direction u depends on neither; so the runs share one AdamW with
+    # lr 1 and wd 0, which moves p to p - u, and each run's lr and wd are applied after it (update),
+    # on the device. An LN that a run's placement leaves out gets no gradient in a lone run, and
+    # AdamW leaves it alone; in a stack its rows get zero gradients: wd 0 keeps them as they are.
+    by_hand = len({(base_lr(c), weight_decay(c), c.emb_lr_ratio, c.ln) for c in cfgs}) > 1
     if by_hand:
         col = lambda v, p: torch.tensor(v, dtype=p.dtype, device=device).view(-1, *[1] * (p.dim() - 1))
         run_lr = [col([base_lr(c) * (float(c.emb_lr_ratio) if n == "embed.weight" else 1) for c in cfgs], p)
                   for n, p in named]
-        run_wd = [col([weight_decay(c) for c in cfgs], p) for p in params]
+        run_wd = [col([weight_decay(c) * (n not in model.unused[r]) for r, c in enumerate(cfgs)], p) for n, p in named]
     keys = ["step", "train_loss", "train_acc", "test_loss", "test_acc", "weight_norm",
             "update_norm", "lr", "emb_lr_ratio"]
     metrics, start = [{k: [] for k in keys} for _ in range(R)], 0
-    for d in run_dirs:
-        os.makedirs(os.path.join(d, "ckpt"), exist_ok=True)
     if resume:
         cks = [load_checkpoint(os.path.join(d, "resume.pt")) for d in run_dirs]
         for c, d, ck in zip(cfgs, run_dirs, cks):
@@ -279,7 +278,8 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, log=
             keep = old_m["step"] < start  # rows from `start` on are recomputed, as uninterrupted
             m.update({k: list(old_m[k][keep]) for k in keys})
         log(f"resuming {', '.join(run_dirs)} at step {start}")
-    for c, d in zip(cfgs, run_dirs):
+    for c, d in zip(cfgs, run_dirs):  # only now: a refused --resume leaves no folder behind
+        os.makedirs(os.path.join(d, "ckpt"), exist_ok=True)
         save_atomic(c.to_dict(), os.path.join(d, "config.json"))
     ratios = [emb_lr_ratio(model, c, x_tr[0]) for c in cfgs]  # several runs: never 'auto'
 
