@@ -7,16 +7,17 @@
 #                                              (on a 2-core CPU, two 1-thread runs get more steps done
 #                                              per second than one 2-thread run)
 #   bash experiments/ln_placements.sh --batched   print the same runs as one command per configuration
-#                                              with all its seeds (for a GPU: the seeds train batched)
+#                                              with all its seeds (for a GPU: the seeds train batched);
+#                                              a script may define its own `batched` (fewer commands)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 run_jobs() {
   mapfile -t cmds < <(jobs)
   case "${1:-all}" in
     --list) printf '%s\n' "${cmds[@]}"; echo "python analyze.py $OUT" ;;
-    --batched) printf '%s\n' "${cmds[@]}" | awk '{ c = $0; sub(/ --seed [0-9]+/, "", c); match($0, / --seed [0-9]+/)
+    --batched) if declare -F batched >/dev/null; then batched; else printf '%s\n' "${cmds[@]}" | awk '{ c = $0; sub(/ --seed [0-9]+/, "", c); match($0, / --seed [0-9]+/)
         if (!(c in seeds)) order[++n] = c; seeds[c] = seeds[c] " " substr($0, RSTART + 8, RLENGTH - 8) }
-        END { for (i = 1; i <= n; i++) { c = order[i]; sub(/ --out /, " --seed" seeds[c] " --out ", c); print c } }'
+        END { for (i = 1; i <= n; i++) { c = order[i]; sub(/ --out /, " --seed" seeds[c] " --out ", c); print c } }'; fi
         echo "python analyze.py $OUT" ;;
     all) for c in "${cmds[@]}"; do echo "== $c"; eval "$c"; done; python analyze.py "$OUT" ;;
     -j) printf '%s\n' "${cmds[@]}" | OMP_NUM_THREADS=1 xargs -P "$2" -I{} sh -c '{}'

@@ -5,4 +5,7 @@ source "$(dirname "$0")/jobs.sh"
 OUT=runs/ln_placements
 jobs() { for s in 456 789 111 222 333; do for ln in off attn-pre pre mlp-pre attn-pre-qk attn-pre-v pre-v; do
   echo "python train.py --ln $ln --seed $s --stop-after-grok 1000 --out $OUT"; done; done; }
+# --batched: every placement but off shares one shape, so two processes train all 35 runs
+batched() { for ln in off "attn-pre pre mlp-pre attn-pre-qk attn-pre-v pre-v"; do
+  echo "python train.py --ln $ln --seed 456 789 111 222 333 --stop-after-grok 1000 --out $OUT"; done; }
 run_jobs "$@"
