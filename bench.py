@@ -6,6 +6,7 @@ Benchmark one full-batch training step: this project's step against the straight
     python bench.py --preset alquabeh    # the embedding-MLP: tables against concatenation
     python bench.py --n-layers 2 --steps 5   # a deeper model: the general path of model.py
     python bench.py --device cuda --runs 1 5 35   # also R seeds batched in one process (GPU)
+    python bench.py --device cuda --runs 30 --ln attn-pre pre mlp-pre attn-pre-qk attn-pre-v pre-v
 
 Prints ms/step of
   straightforward: PyTorch multi-head attention over all 3 positions, logits at every position
@@ -18,7 +19,8 @@ Prints ms/step of
 the ratio, the useful GFLOP/s of our step (matmul FLOPs of the math it must do) and a large
 fp32 matmul's GFLOP/s measured in the same run, as the machine's practical peak, and (one
 layer) the time of the step's per-example matmuls alone, a floor for any step of this math.
-With --runs, also the step of train.py for R runs (seeds) trained together, in model-steps/s.
+With --runs, also the step of train.py for R runs (seeds; with several --ln, split over the
+placements) trained together, in model-steps/s.
 """
 import argparse
 import sys
@@ -28,8 +30,8 @@ from dataclasses import replace
 import torch
 
 from data import Stop, make_data
-from model import PRESETS, Config, build_model, check_config, named_params
-from train import build_runs, cuda_graph, loss_fn, make_optimizer, pick_device, tune_cpu
+from model import PRESETS, Config, build_model, named_params
+from train import build_runs, cuda_graph, loss_fn, make_optimizer, make_update, pick_device, tune_cpu
 
 
 def straightforward_logits(model, x):
@@ -80,15 +82,20 @@ def useful_flops(cfg, n):
     return 3 * 2 * (n * per_example + table)
 
 
-def runs_step(cfg, R, device):
-    """train.py's step for R seeds of cfg trained together (R == 1: the plain model); on a GPU
-    replayed as a CUDA graph, as train.py does between evaluations."""
-    cfgs = [replace(cfg, seed=cfg.seed + r) for r in range(R)]
+def runs_step(cfg, lns, R, device):
+    """train.py's step for R seeds of cfg trained together (R == 1: the plain model), the runs
+    split into consecutive groups over the LN placements lns; on a GPU replayed as a CUDA
+    graph, as train.py does between evaluations."""
+    cfgs = [replace(cfg, seed=cfg.seed + r, ln=lns[r * len(lns) // R]) for r in range(R)]
     x, y = (torch.stack(t).to(device) for t in list(zip(*map(make_data, cfgs)))[:2])  # (R, N, ...)
     model, forward = build_runs(cfgs, device)
     named = named_params(model)
     opt = make_optimizer(named, cfg, capturable=device == "cuda")
-    step = step_fn(model, opt, x, y, lambda m, x: forward(x))
+    update, by_hand = make_update(cfgs, model, opt, graphing=device == "cuda")
+    if by_hand:  # as train.py sets them: update applies each run's lr and wd
+        for g in opt.param_groups:
+            g["lr"], g["weight_decay"] = 1.0, 0.0
+    step = lambda: update(loss_fn(forward(x), y), 1.0)
     return cuda_graph(step, [p for _, p in named], opt).replay if device == "cuda" else step
 
 
@@ -112,7 +119,8 @@ def peak_gflops(device, size=2048, reps=10):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--ln", help="LN placement (default: the preset's)")
+    ap.add_argument("--ln", nargs="+", help="LN placement (default: the preset's); several: the "
+                    "--runs are split over them (the comparison uses the first)")
     ap.add_argument("--preset", default="singh", choices=list(PRESETS))
     ap.add_argument("--n-layers", type=int, help="transformer blocks (default: the preset's); "
                     "more than one times the general path")
@@ -121,19 +129,20 @@ def main(argv=None):
     ap.add_argument("--runs", type=int, nargs="+", default=[], metavar="R",
                     help="also time train.py's step for R runs (seeds) batched, for each R given")
     args = ap.parse_args(argv)
-    over = {k: v for k, v in (("ln", args.ln), ("n_layers", args.n_layers)) if v is not None}
+    over = {k: v for k, v in (("ln", args.ln and args.ln[0]), ("n_layers", args.n_layers)) if v is not None}
     cfg = Config(**{**PRESETS[args.preset], **over})
     try:
         if args.steps < 1 or min(args.runs, default=1) < 1:
             raise Stop("--steps and --runs take counts of at least 1")
         device = pick_device(args.device)
-        check_config(cfg)
+        lns = args.ln or [cfg.ln]
+        build_runs([replace(cfg, ln=ln) for ln in lns], "cpu")  # every placement valid and stackable
     except (Stop, ValueError) as e:
         sys.exit(f"error: {e}")
     tune_cpu()  # as train.py does
     x, y, xt, yt = (t.to(device) for t in make_data(cfg))
     print(f"device {device}, {torch.get_num_threads()} threads, torch {torch.__version__}, {args.preset} "
-          f"{cfg.model}, ln {cfg.ln}, {cfg.n_layers} layers, p {cfg.p}, {len(x)} train / {len(xt)} test examples, float32, median of {args.steps} steps")
+          f"{cfg.model}, ln {' '.join(lns)}, {cfg.n_layers} layers, p {cfg.p}, {len(x)} train / {len(xt)} test examples, float32, median of {args.steps} steps")
     results = {}
     slow = straightforward_logits if cfg.model == "transformer" else lambda m, x: m(x, fast=False)
     for name, fwd, test in [("straightforward + test forward", slow, xt),
@@ -153,7 +162,7 @@ def main(argv=None):
         print(f"its per-example matmuls alone: {matmul_ms(cfg, len(x), device, args.steps):.1f} ms "
               f"(a step 5x faster than the straightforward one: {results['straightforward'] / 5:.1f} ms)")
     for R in args.runs:
-        ms = timeit(runs_step(cfg, R, device), args.steps, device)
+        ms = timeit(runs_step(cfg, lns, R, device), args.steps, device)
         print(f"{R:3d} runs batched (train.py's step) {ms:8.2f} ms/step = {1000 * R / ms:8.0f} model-steps/s"
               + (" (CUDA graph)" if device == "cuda" else ""))
 

@@ -284,16 +284,17 @@ def test_experiment_scripts_list_valid_distinct_runs(script):
 
 
 @pytest.mark.parametrize("argv,msg", [(["--device", "tpu"], "unknown --device"), (["--ln", "mid"], "unknown --ln"),
-                                      (["--runs", "0"], "--runs"), (["--steps", "0"], "--steps")])
+                                      (["--runs", "0"], "--runs"), (["--steps", "0"], "--steps"),
+                                      (["--ln", "off", "pre"], "train --ln off .no LayerNorm. on its own")])
 def test_bench_refuses_bad_input(argv, msg):
     with pytest.raises(SystemExit, match=msg):
         bench_main(argv)
 
 
-@pytest.mark.parametrize("n_layers", ["1", "2"])
-def test_bench_times_every_variant(n_layers):
+@pytest.mark.parametrize("n_layers,ln", [("1", ["pre"]), ("2", ["pre", "mlp-pre"])])  # 2 runs, 2 placements
+def test_bench_times_every_variant(n_layers, ln):
     out = subprocess.run([sys.executable, os.path.join(HERE, "bench.py"), "--steps", "1", "--n-layers", n_layers,
-                          "--runs", "1", "2"], capture_output=True, text=True, check=True).stdout
+                          "--runs", "1", "2", "--ln", *ln], capture_output=True, text=True, check=True).stdout
     for name in ("straightforward + test forward", "straightforward ", "this project "):
         assert re.search(re.escape(name) + r"\s+[0-9.]+ ms/step", out), out
     assert re.search(r"useful GFLOP per step = [0-9]+ GFLOP/s; large fp32 matmul: [0-9]+ GFLOP/s", out), out

@@ -82,8 +82,7 @@ def run_name(cfg, preset, given):
     for k in given:
         if k not in ("ln", "embed", "seed", "model", "steps"):
             v = getattr(cfg, k)
-            v = "-".join(map(str, v)) if isinstance(v, tuple) else v
-            parts.append(f"{k.replace('_', '-')}-{v}")
+            parts.append(f"{k.replace('_', '-')}-{'-'.join(map(str, v)) if isinstance(v, tuple) else v}")
     return "_".join(parts + [f"s{cfg.seed}"])
 
 
@@ -184,6 +183,32 @@ def build_runs(cfgs, device):
     return model, (lambda x: model(x[0])[None]) if len(models) == 1 else model
 
 
+def make_update(cfgs, model, opt, graphing=False):
+    """update(losses, f): backward and AdamW for every run (f: lr warm-up factor), and by_hand.
+    Runs trained together may differ in lr and wd. AdamW's step is p <- p (1 - lr wd) - lr u, and
+    u depends on neither; so, by_hand, the runs share one AdamW with lr 1 and wd 0 (p -> p - u)
+    and each run's lr and wd are applied after it. An LN unused by a run's placement gets no
+    gradient in a lone run, so AdamW skips it; in a stack its rows get zeros, so their wd is 0."""
+    names, params = zip(*named_params(model))
+    by_hand = len({(base_lr(c), weight_decay(c), c.emb_lr_ratio, c.ln) for c in cfgs}) > 1
+    if by_hand:
+        col = lambda v, p: torch.tensor(v, dtype=p.dtype, device=p.device).view(-1, *[1] * (p.dim() - 1))
+        emb = lambda n, c: float(c.emb_lr_ratio) if n == "embed.weight" else 1
+        run_lr = [col([base_lr(c) * emb(n, c) for c in cfgs], p) for n, p in zip(names, params)]
+        run_wd = [col([weight_decay(c) * (n not in model.unused[r]) for r, c in enumerate(cfgs)], p) for n, p in zip(names, params)]
+
+    def update(losses, f):
+        opt.zero_grad(set_to_none=not graphing)  # graphing: in place, the graph reads the .grad it recorded
+        losses.sum().backward()  # runs share no parameter: each gets its own gradient
+        prev = [p.detach().clone() for p in params] if by_hand else None
+        opt.step()
+        if by_hand:
+            with torch.no_grad():  # p - u  ->  p * (1 - lr * wd) - lr * u, each run its own lr, wd
+                for p, q, lr_p, wd_p in zip(params, prev, run_lr, run_wd):
+                    p.copy_(q * (1 - f * lr_p * wd_p) - f * lr_p * (q - p))
+    return update, by_hand
+
+
 def tune_cpu():
     """Process-wide CPU settings that speed training up and change no value that matters:
     after grokking AdamW's squared-gradient state falls below float32's normal range, and x86
@@ -199,9 +224,7 @@ def tune_cpu():
 
 def pick_device(name):
     if name == "auto":
-        if torch.cuda.is_available():
-            return "cuda"
-        return "mps" if torch.backends.mps.is_available() else "cpu"
+        return "cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"
     if name == "cuda" and not torch.cuda.is_available() or name == "mps" and not torch.backends.mps.is_available():
         raise Stop(f"--device {name} is not available on this machine")
     if name not in ("cpu", "cuda", "mps"):
@@ -214,7 +237,6 @@ def first_below(steps, values, thr=GROK):
     return int(np.asarray(steps)[hit[0]]) if len(hit) else None
 
 
-# may differ between runs trained together
 STACKABLE = ("ln", "seed", "data_seed", "op", "split", "hole", "lr", "wd", "fix_wd", "alpha", "alpha_lr", "emb_lr_ratio")
 
 
@@ -244,23 +266,11 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, log=
     model, forward = build_runs(cfgs, device)
     named = named_params(model)
     params = [p for _, p in named]
-    # On a GPU the step is replayed as a CUDA graph once lr is constant (after warm-up; 'auto'
-    # changes the embedding lr at every evaluation, so such runs stay eager).
+    # GPU: the step is replayed as a CUDA graph once lr is constant ('auto' changes it at evaluations)
     graphing, graph = device == "cuda" and cfg.emb_lr_ratio != "auto", None
     opt = make_optimizer(named, cfg, capturable=graphing)
-    # Runs trained together may differ in lr and weight decay. AdamW's step is p <- p * (1 - lr *
-    # wd) - lr * u, and the Adam direction u depends on neither; so the runs share one AdamW with
-    # lr 1 and wd 0, which moves p to p - u, and each run's lr and wd are applied after it (update),
-    # on the device. An LN that a run's placement leaves out gets no gradient in a lone run, and
-    # AdamW leaves it alone; in a stack its rows get zero gradients: wd 0 keeps them as they are.
-    by_hand = len({(base_lr(c), weight_decay(c), c.emb_lr_ratio, c.ln) for c in cfgs}) > 1
-    if by_hand:
-        col = lambda v, p: torch.tensor(v, dtype=p.dtype, device=device).view(-1, *[1] * (p.dim() - 1))
-        run_lr = [col([base_lr(c) * (float(c.emb_lr_ratio) if n == "embed.weight" else 1) for c in cfgs], p)
-                  for n, p in named]
-        run_wd = [col([weight_decay(c) * (n not in model.unused[r]) for r, c in enumerate(cfgs)], p) for n, p in named]
-    keys = ["step", "train_loss", "train_acc", "test_loss", "test_acc", "weight_norm",
-            "update_norm", "lr", "emb_lr_ratio"]
+    update, by_hand = make_update(cfgs, model, opt, graphing)
+    keys = ["step", "train_loss", "train_acc", "test_loss", "test_acc", "weight_norm", "update_norm", "lr", "emb_lr_ratio"]
     metrics, start = [{k: [] for k in keys} for _ in range(R)], 0
     if resume:
         cks = [load_checkpoint(os.path.join(d, "resume.pt")) for d in run_dirs]
@@ -293,16 +303,6 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, log=
             save_atomic(ck, os.path.join(d, "ckpt", f"step_{step:06d}.pt"))
             save_atomic(dict(ck, optim=optim), os.path.join(d, "resume.pt"))
         save_metrics()
-
-    def update(losses, f):  # backward and AdamW: one step of every run
-        opt.zero_grad(set_to_none=not graphing)  # graphing: in place, the graph reads the .grad it recorded
-        losses.sum().backward()  # runs share no parameter: each gets its own gradient
-        prev = [p.detach().clone() for p in params] if by_hand else None
-        opt.step()
-        if by_hand:
-            with torch.no_grad():  # p - u  ->  p * (1 - lr * wd) - lr * u, each run its own lr, wd
-                for p, q, lr_p, wd_p in zip(params, prev, run_lr, run_wd):
-                    p.copy_(q * (1 - f * lr_p * wd_p) - f * lr_p * (q - p))
 
     interrupted = []
     old_handler = signal.signal(signal.SIGINT, lambda *_: interrupted.append(1))  # stop between steps
