@@ -338,7 +338,7 @@ class Stacked(torch.nn.Module):
     """R models of one shape trained as one: parameters stacked on a leading run axis and the
     forward vmapped (torch.func), so a GPU runs R small models as one batch. AdamW is
     elementwise, so one step on the stack is R separate steps. An LN placement is code, not
-    parameters: each run of consecutive models with one placement has its own copy of the code."""
+    parameters: each group of consecutive runs with one placement has its own copy of the module."""
 
     def __init__(self, models):
         super().__init__()

@@ -3,9 +3,11 @@
 # loop, so a partial run of the list still has every placement for the first seeds.
 source "$(dirname "$0")/jobs.sh"
 OUT=runs/ln_placements
-jobs() { for s in 456 789 111 222 333; do for ln in off attn-pre pre mlp-pre attn-pre-qk attn-pre-v pre-v; do
+SEEDS="456 789 111 222 333"
+WITH_LN="attn-pre pre mlp-pre attn-pre-qk attn-pre-v pre-v"
+jobs() { for s in $SEEDS; do for ln in off $WITH_LN; do
   echo "python train.py --ln $ln --seed $s --stop-after-grok 1000 --out $OUT"; done; done; }
-# --batched: every placement but off shares one shape, so two processes train all 35 runs
-batched() { for ln in off "attn-pre pre mlp-pre attn-pre-qk attn-pre-v pre-v"; do
-  echo "python train.py --ln $ln --seed 456 789 111 222 333 --stop-after-grok 1000 --out $OUT"; done; }
+# --batched: every placement but off has one parameter shape, so two processes train all 35 runs
+batched() { for ln in off "$WITH_LN"; do
+  echo "python train.py --ln $ln --seed $SEEDS --stop-after-grok 1000 --out $OUT"; done; }
 run_jobs "$@"
