@@ -1,0 +1,242 @@
+"""
+The speed layer: model.py's functions computed faster, and many runs trained as one.
+
+- Table forwards: a one-layer transformer and the embedding-MLP computed on tables of the
+  (token, position) rows they can see, gathered per example (bench.py times them).
+- Stacked: R runs of one shape as one module, their forwards vmapped.
+- check(): the forward that trains against model.py's on a probe batch, at the start of every
+  training run, so an edit to model.py is never silently bypassed.
+- cuda_graph(): a whole training step recorded once and replayed; tune_cpu(): CPU settings.
+
+Everything here is a function of a parameter dict P (name -> tensor, model.py's names), so a
+single run and a vmapped stack of runs share one code path.
+"""
+import copy
+import ctypes
+import math
+import sys
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.func import functional_call, stack_module_state, vmap
+
+from data import Stop
+from model import ACTS, LN_PLACEMENTS
+
+
+def norm(cfg, P, name, x):
+    """model.py's norm module `name` (make_norm) as a function of its parameters."""
+    if cfg.norm == "layernorm":
+        return F.layer_norm(x, (cfg.d_model,), P[name + ".weight"], P[name + ".bias"], cfg.ln_eps)
+    return F.rms_norm(x, (cfg.d_model,), P[name + ".weight"], cfg.ln_eps)
+
+
+def transformer_table(cfg, P, alpha, tokens):
+    """model.Transformer's logits for one layer. The loss is read at the last position, so
+    only that position needs a query, MLP and unembedding, and every value before the
+    attention mix depends on (token, position) alone: keys, values and scores are computed
+    once per step on the 3 x (p+1) table of possible rows and gathered per example.
+    F.embedding gathers, because its backward is a fast dense scatter (advanced indexing's
+    index_put_ backward is slow). Position 2 always holds '=': one query, key and value row."""
+    place, act = LN_PLACEMENTS[cfg.ln], ACTS[cfg.act]
+    H, d = cfg.n_heads, cfg.d_model
+    dh = d // H
+    E = P["embed.weight"]
+    table = E.unsqueeze(0) + P["pos"].unsqueeze(1)                      # (3, V, d)
+    qk_in = norm(cfg, P, "blocks.0.ln1", table) if place.qk else table
+    v_in = norm(cfg, P, "blocks.0.ln1", table) if place.v else table
+    Wq, Wk, Wv = P["blocks.0.attn.in_proj_weight"].chunk(3)
+    eq = E.shape[0] - 1                                                 # the '=' token
+    q = (qk_in[2, eq] @ Wq.T).view(H, dh) / math.sqrt(dh)               # the one query
+    k = (qk_in @ Wk.T).view(3, -1, H, dh)
+    scores = torch.einsum("hc,jvhc->jvh", q, k)                        # (3, V, H) score table
+    v = v_in @ Wv.T                                                     # (3, V, d) value table
+    a, b = tokens[:, 0], tokens[:, 1]
+    s = torch.stack([F.embedding(a, scores[0]), F.embedding(b, scores[1]),
+                     scores[2, eq].expand(len(a), H)], -1)              # (N, H, 3)
+    w = s.softmax(-1)
+    z = (w[..., 0, None] * F.embedding(a, v[0]).view(-1, H, dh)
+         + w[..., 1, None] * F.embedding(b, v[1]).view(-1, H, dh)
+         + w[..., 2, None] * v[2, eq].view(H, dh))                      # (N, H, dh)
+    x = table[2, eq] + z.reshape(-1, d) @ P["blocks.0.attn.out_proj.weight"].T   # (N, d)
+    if place.post:
+        x = norm(cfg, P, "blocks.0.ln1", x)
+    u = norm(cfg, P, "blocks.0.ln2", x) if place.mlp else x
+    h = act(F.linear(u, P["blocks.0.fc1.weight"], P["blocks.0.fc1.bias"]))
+    x = x + F.linear(h, P["blocks.0.fc2.weight"], P["blocks.0.fc2.bias"])
+    if place.post:
+        x = norm(cfg, P, "blocks.0.ln2", x)
+    return alpha * (x @ P["unembed"])
+
+
+def mlp_table(cfg, P, alpha, tokens):
+    """model.EmbedMLP's logits. The first layer is linear in each operand's input,
+    fc1([u_a, u_b]) = W_a u_a + W_b u_b + bias, so it runs on the (p+1)-row tables E W_a^T
+    and E W_b^T (one-hot input: the columns of W themselves) gathered per example, instead of
+    an (N, 2d) x (2d, d_mlp) product."""
+    Wa, Wb = P["fc1.weight"].chunk(2, dim=1)
+    if cfg.embed == "learned":
+        E = P["embed.weight"]
+        ta, tb = E @ Wa.T, E @ Wb.T
+    else:
+        ta, tb = Wa.T, Wb.T
+    h = ACTS[cfg.act](F.embedding(tokens[:, 0], ta) + F.embedding(tokens[:, 1], tb)
+                      + P["fc1.bias"])
+    return alpha * F.linear(h, P["readout.weight"], P["readout.bias"])
+
+
+def forward_fn(model, fast=True):
+    """f(P, buffers, tokens) -> logits: the table forward of the model's family where it has
+    one and fast is on (one layer, or the MLP), else model.py's forward itself."""
+    cfg = model.cfg
+    if fast and (cfg.model == "mlp" or cfg.n_layers == 1):
+        table = mlp_table if cfg.model == "mlp" else transformer_table
+        return lambda P, B, x: table(cfg, P, B["alpha"], x)
+    base = copy.deepcopy(model).to("meta")  # the code; the parameters come in P
+    return lambda P, B, x: functional_call(base, (P, B), (x,))
+
+
+def check(model, fn, x, y):
+    """Stop unless fn, the forward that trains, gives model.py's logits and gradients on the
+    probe batch (x, y). In float64, so rounding cannot hide a real difference."""
+    ref = copy.deepcopy(model).double()
+    P, B = dict(ref.named_parameters()), dict(ref.named_buffers())
+    want, got = ref(x), fn(P, B, x)
+    err = float((got - want).abs().max() / want.abs().max())
+    grads = [torch.autograd.grad(F.cross_entropy(out, y), list(P.values()), allow_unused=True)
+             for out in (want, got)]
+    for name, gw, gg in zip(P, *grads):
+        if (gw is None) != (gg is None):
+            err = max(err, 1.0)
+        elif gw is not None:
+            err = max(err, float((gg - gw).norm() / gw.norm().clamp_min(1e-300)))
+    if err > 1e-9:
+        raise Stop(f"fast.py's forward no longer matches model.py (relative difference {err:.1e} "
+                   f"on a probe batch): port your change to fast.py, or train on model.py with "
+                   f"--no-fast")
+
+
+def unused(model, fn):
+    """Names of the parameters the forward never reads (an LN that a placement leaves out):
+    a lone run's AdamW skips them (no gradient), so in a stack they get weight decay 0."""
+    P = dict(model.named_parameters())
+    x = torch.zeros(1, 3, dtype=torch.long, device=next(iter(P.values())).device)
+    out = fn(P, dict(model.named_buffers()), x).sum()
+    grads = torch.autograd.grad(out, list(P.values()), allow_unused=True)
+    return {n for n, g in zip(P, grads) if g is None}
+
+
+class Stacked(nn.Module):
+    """R models of one shape trained as one: parameters stacked on a leading run axis and the
+    forward vmapped (torch.func), so a GPU runs R small models as one batch. An LN placement is
+    code, not parameters: each group of consecutive runs with one placement has its own
+    forward. AdamW is elementwise, so one step on the stack is R separate steps."""
+
+    def __init__(self, models, fast=True):
+        super().__init__()
+        params, self.bufs = stack_module_state(models)
+        self.names = list(params)
+        self.flat = nn.ParameterList(params.values())
+        self.groups = []  # [first run, end, forward]
+        for r, m in enumerate(models):
+            if not self.groups or m.cfg.ln != models[self.groups[-1][0]].cfg.ln:
+                self.groups.append([r, r, forward_fn(m, fast)])
+            self.groups[-1][1] = r + 1
+
+    def forward(self, x):  # (R, N, 3) -> (R, N, n_out)
+        out = [vmap(fn)({n: p[s:e] for n, p in zip(self.names, self.flat)},
+                        {n: b[s:e] for n, b in self.bufs.items()}, x[s:e])
+               for s, e, fn in self.groups]
+        return out[0] if len(out) == 1 else torch.cat(out)
+
+
+def build_runs(models, fast=True, probe=None):
+    """What train.py steps: the module holding every run's parameters (the model itself, or a
+    Stacked one) and its forward on (R, N, 3) -> (R, N, n_out). probe (x, y): check every
+    distinct forward against model.py first."""
+    fns = [forward_fn(m, fast) for m in models]
+    if probe is not None and fast:
+        for m, fn in {m.cfg.ln: (m, fn) for m, fn in zip(models, fns)}.values():
+            check(m, fn, *probe)
+    if len(models) > 1:
+        model = Stacked(models, fast)
+        return model, model
+    m, fn = models[0], fns[0]
+    return m, lambda x: fn(dict(m.named_parameters()), dict(m.named_buffers()), x[0])[None]
+
+
+def named_params(model):
+    if isinstance(model, Stacked):
+        return list(zip(model.names, model.flat))
+    return list(model.named_parameters())
+
+
+def run_states(model, opt):
+    """Each run's model state_dict and optimizer state_dict on the CPU, sliced out of a stack
+    (every optimizer state tensor has the parameter's leading run axis, or none).
+    Copied to the CPU once (not per run and tensor), and each slice cloned: torch.save of a
+    view would write the whole stack's storage into every run's file."""
+    sd = opt.state_dict()
+    state = {i: {k: v.cpu() for k, v in st.items()} for i, st in sd["state"].items()}
+    if not isinstance(model, Stacked):
+        return [({n: t.cpu() for n, t in model.state_dict().items()}, dict(sd, state=state))]
+    params = {n: p.detach().cpu() for n, p in named_params(model)}
+    slice_ = lambda v, r: v[r].clone() if v.dim() else v
+    return [({n: p[r].clone() for n, p in params.items()},
+             dict(sd, state={i: {k: slice_(v, r) for k, v in st.items()}
+                             for i, st in state.items()}))
+            for r in range(len(model.flat[0]))]
+
+
+def load_runs(model, opt, cks):
+    """Inverse of run_states: load R runs' checkpoints into the (stacked) model and optimizer."""
+    sd = cks[0]["optim"]
+    if not isinstance(model, Stacked):
+        model.load_state_dict(cks[0]["model"])
+    else:
+        with torch.no_grad():
+            for n, p in named_params(model):
+                p.copy_(torch.stack([ck["model"][n] for ck in cks]))
+        stack = lambda i, k, v: torch.stack([ck["optim"]["state"][i][k] for ck in cks]) \
+            if v.dim() else v
+        sd["state"] = {i: {k: stack(i, k, v) for k, v in st.items()}
+                       for i, st in sd["state"].items()}
+    opt.load_state_dict(sd)
+
+
+def cuda_graph(step, params, opt):
+    """Record step() (forward, backward, optimizer) as a CUDA graph, replayed by
+    graph.replay(). A small model's eager GPU step is bound by launching its hundreds of small
+    kernels, and the full batch never changes, so the step is recorded once. The graph reads
+    tensors, not Python numbers: lr and weight decay are tensors updated in place (train.py).
+    The warm-up runs that CUDA graphs need (on a side stream: lazy state, cuBLAS) are undone,
+    so training goes on from where it was."""
+    state = [v for s in opt.state.values() for v in s.values() if torch.is_tensor(v)]
+    saved = [t.detach().clone() for t in params + state]
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step()
+    with torch.no_grad():
+        for t, v in zip(params + state, saved):
+            t.copy_(v)
+    return graph
+
+
+def tune_cpu():
+    """Process-wide CPU settings that speed training up and change no value that matters:
+    after grokking AdamW's squared-gradient state falls below float32's normal range, and x86
+    CPUs compute on such denormals several times slower, so flush values below 1.2e-38 to 0;
+    a step allocates its ~8 MB activations anew, and glibc maps blocks that large afresh and
+    unmaps them at free (hundreds to thousands of page faults a step), so keep freed memory in
+    the heap (mallopt M_MMAP_THRESHOLD = -3 and M_TRIM_THRESHOLD = -1, in bytes)."""
+    torch.set_flush_denormal(True)
+    if sys.platform == "linux":
+        for option in (-3, -1):
+            getattr(ctypes.CDLL(None), "mallopt", lambda *_: 0)(option, 1 << 30)
