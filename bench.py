@@ -9,13 +9,13 @@ Benchmark one full-batch training step: this project's step against the straight
     python bench.py --device cuda --runs 30 --ln attn-pre pre mlp-pre attn-pre-qk attn-pre-v pre-v
 
 Prints ms/step of
-  straightforward: PyTorch multi-head attention over all 3 positions, logits at every position
-                   (the loss still reads the last one), plus the test-set forward every step as
-                   the public code does;
+  straightforward: model.py's transformer with every position through every block and logits
+                   at every position (the loss still reads the last one), torch.optim.AdamW,
+                   plus the test-set forward every step as the public code does;
   straightforward, no test forward;
-  this project: the table path of model.py (one layer), loss in float64, AdamW (deeper
-                models: the general path, its last block at the last position only);
-(for the embedding-MLP: the concatenated-input step against the table step of model.py),
+  this project: train.py's step: fast.py's table forward (one layer; deeper models: model.py's,
+                the last block at the last position only), loss in float64, train.py's AdamW
+(for the embedding-MLP: model.py's concatenated input against fast.py's tables),
 the ratio, the useful GFLOP/s of our step (matmul FLOPs of the math it must do) and a large
 fp32 matmul's GFLOP/s measured in the same run, as the machine's practical peak, and (one
 layer) the time of the step's per-example matmuls alone, a floor for any step of this math.
@@ -30,8 +30,9 @@ from dataclasses import replace
 import torch
 
 from data import Stop, make_data
-from model import PRESETS, Config, build_model, named_params
-from train import build_runs, cuda_graph, loss_fn, make_optimizer, make_update, pick_device, tune_cpu
+from fast import build_runs, cuda_graph, forward_fn, named_params, tune_cpu, unused
+from model import PRESETS, Config, build_model
+from train import AdamW, check, loss_fn, set_hyper
 
 
 def straightforward_logits(model, x):
@@ -83,20 +84,22 @@ def useful_flops(cfg, n):
 
 
 def runs_step(cfg, lns, R, device):
-    """train.py's step for R seeds of cfg trained together (R == 1: the plain model), the runs
-    split into consecutive groups over the LN placements lns; on a GPU replayed as a CUDA
-    graph, as train.py does between evaluations."""
+    """train.py's step (fast forward, its AdamW) for R seeds of cfg trained together (R == 1:
+    the plain model), the runs split into consecutive groups over the LN placements lns; on a
+    GPU replayed as a CUDA graph, as train.py does between evaluations."""
     cfgs = [replace(cfg, seed=cfg.seed + r, ln=lns[r * len(lns) // R]) for r in range(R)]
-    x, y = (torch.stack(t).to(device) for t in list(zip(*map(make_data, cfgs)))[:2])  # (R, N, ...)
-    model, forward = build_runs(cfgs, device)
-    named = named_params(model)
-    opt = make_optimizer(named, cfg, capturable=device == "cuda")
-    update, by_hand = make_update(cfgs, model, opt, graphing=device == "cuda")
-    if by_hand:  # as train.py sets them: update applies each run's lr and wd
-        for g in opt.param_groups:
-            g["lr"], g["weight_decay"] = 1.0, 0.0
-    step = lambda: update(loss_fn(forward(x), y), 1.0)
-    return cuda_graph(step, [p for _, p in named], opt).replay if device == "cuda" else step
+    x, y = (torch.stack(t).to(device) for t in list(zip(*map(make_data, cfgs)))[:2])
+    models = [build_model(c).to(device) for c in cfgs]
+    model, forward = build_runs(models)
+    names, params = zip(*named_params(model))
+    opt = AdamW(list(params), cfg.betas, cfg.eps, R)
+    set_hyper(opt, names, cfgs, cfg.warmup, [1.0] * R, [unused(m, forward_fn(m)) for m in models])
+
+    def step():
+        opt.zero_grad(set_to_none=device != "cuda")
+        loss_fn(forward(x), y).sum().backward()
+        opt.step()
+    return cuda_graph(step, list(params), opt).replay if device == "cuda" else step
 
 
 def matmul_ms(cfg, n, device, steps):
@@ -118,53 +121,58 @@ def peak_gflops(device, size=2048, reps=10):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ln", nargs="+", help="LN placement (default: the preset's); several: the "
                     "--runs are split over them (the comparison uses the first)")
     ap.add_argument("--preset", default="singh", choices=list(PRESETS))
     ap.add_argument("--n-layers", type=int, help="transformer blocks (default: the preset's); "
                     "more than one times the general path")
-    ap.add_argument("--steps", type=int, default=30, help="timed steps per variant (median reported)")
-    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--steps", type=int, default=30,
+                    help="timed steps per variant (median reported)")
+    ap.add_argument("--device", default="cpu", help="cpu | cuda | mps")
     ap.add_argument("--runs", type=int, nargs="+", default=[], metavar="R",
                     help="also time train.py's step for R runs (seeds) batched, for each R given")
     args = ap.parse_args(argv)
-    over = {k: v for k, v in (("ln", args.ln and args.ln[0]), ("n_layers", args.n_layers)) if v is not None}
+    over = {k: v for k, v in (("ln", args.ln and args.ln[0]), ("n_layers", args.n_layers))
+            if v is not None}
     cfg = Config(**{**PRESETS[args.preset], **over})
+    lns = args.ln or [cfg.ln]
     try:
         if args.steps < 1 or min(args.runs, default=1) < 1:
             raise Stop("--steps and --runs take counts of at least 1")
-        device = pick_device(args.device)
-        lns = args.ln or [cfg.ln]
-        build_runs([replace(cfg, ln=ln) for ln in lns], "cpu")  # every placement valid and stackable
-    except (Stop, ValueError) as e:
+        device = check([replace(cfg, ln=ln) for ln in lns], [], args.device, False)
+    except Stop as e:
         sys.exit(f"error: {e}")
     tune_cpu()  # as train.py does
     x, y, xt, yt = (t.to(device) for t in make_data(cfg))
-    print(f"device {device}, {torch.get_num_threads()} threads, torch {torch.__version__}, {args.preset} "
-          f"{cfg.model}, ln {' '.join(lns)}, {cfg.n_layers} layers, p {cfg.p}, {len(x)} train / {len(xt)} test examples, float32, median of {args.steps} steps")
+    print(f"device {device}, {torch.get_num_threads()} threads, torch {torch.__version__}, "
+          f"{args.preset} {cfg.model}, ln {' '.join(lns)}, {cfg.n_layers} layers, p {cfg.p}, "
+          f"{len(x)} train / {len(xt)} test examples, float32, median of {args.steps} steps")
     results = {}
-    slow = straightforward_logits if cfg.model == "transformer" else lambda m, x: m(x, fast=False)
-    for name, fwd, test in [("straightforward + test forward", slow, xt),
-                            ("straightforward", slow, None),
-                            ("this project", lambda m, x: m(x), None)]:
+    slow = straightforward_logits if cfg.model == "transformer" else lambda m, x: m(x)
+    for name, test in [("straightforward + test forward", xt), ("straightforward", None)]:
         model = build_model(cfg).to(device)
-        opt = make_optimizer(list(model.named_parameters()), cfg)
-        results[name] = timeit(step_fn(model, opt, x, y, fwd, test), args.steps, device)
+        opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=cfg.betas, eps=cfg.eps,
+                                weight_decay=cfg.wd)
+        results[name] = timeit(step_fn(model, opt, x, y, slow, test), args.steps, device)
+    results["this project"] = ours = timeit(runs_step(cfg, lns[:1], 1, device), args.steps,
+                                            device)
     peak = peak_gflops(device)
-    ours = results["this project"]
     gflops = useful_flops(cfg, len(x)) / (ours / 1000) / 1e9
     for name, ms in results.items():
         print(f"{name:32s} {ms:8.1f} ms/step   {ms / ours:5.2f}x ours")
-    print(f"this project: {useful_flops(cfg, len(x)) / 1e9:.2f} useful GFLOP per step = {gflops:.0f} GFLOP/s; "
-          f"large fp32 matmul: {peak:.0f} GFLOP/s (the step runs at {100 * gflops / peak:.0f}% of it)")
+    print(f"this project: {useful_flops(cfg, len(x)) / 1e9:.2f} useful GFLOP per step = "
+          f"{gflops:.0f} GFLOP/s; large fp32 matmul: {peak:.0f} GFLOP/s (the step runs at "
+          f"{100 * gflops / peak:.0f}% of it)")
     if cfg.model == "transformer" and cfg.n_layers == 1:
-        print(f"its per-example matmuls alone: {matmul_ms(cfg, len(x), device, args.steps):.1f} ms "
-              f"(a step 5x faster than the straightforward one: {results['straightforward'] / 5:.1f} ms)")
+        print(f"its per-example matmuls alone: {matmul_ms(cfg, len(x), device, args.steps):.1f} "
+              f"ms (a step 5x faster than the straightforward one: "
+              f"{results['straightforward'] / 5:.1f} ms)")
     for R in args.runs:
         ms = timeit(runs_step(cfg, lns, R, device), args.steps, device)
-        print(f"{R:3d} runs batched (train.py's step) {ms:8.2f} ms/step = {1000 * R / ms:8.0f} model-steps/s"
-              + (" (CUDA graph)" if device == "cuda" else ""))
+        print(f"{R:3d} runs batched (train.py's step) {ms:8.2f} ms/step = "
+              f"{1000 * R / ms:8.0f} model-steps/s" + (" (CUDA graph)" if device == "cuda" else ""))
 
 
 if __name__ == "__main__":

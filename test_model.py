@@ -1,6 +1,7 @@
 """
-Tests: every fast path against the straightforward one, every LN placement against its row of
-the table, the papers' inits, the data splits (training itself: test_train.py).
+Tests: model.py against independent computations (nn.MultiheadAttention, every position), the
+fast paths of fast.py against model.py, every LN placement against its row of the table, the
+papers' inits, the data splits (training itself: test_train.py).
 
     python -m pytest -q test_model.py
 """
@@ -9,8 +10,9 @@ import math
 import pytest
 import torch
 
-from model import Config, LN_PLACEMENTS, Stacked, build_model
-from data import make_data
+from data import Stop, make_data
+from fast import Stacked, build_runs, check, forward_fn, unused
+from model import Config, LN_PLACEMENTS, build_model
 
 SMALL = dict(p=23, d_model=32, n_heads=4, d_mlp=64, frac=0.5, eval_every=5, ckpt_every=10)
 
@@ -22,17 +24,22 @@ def tokens(p, n=200, seed=0):
     return t
 
 
-# ---------------------------------------------------------------- model: fast path == oracle
+# ---------------------------------------------------------------- model.py against oracles
 
-def assert_fast_equals_oracle(model, fast=lambda m, x: m(x, fast=True), oracle=lambda m, x: m(x, fast=False)):
-    """Same logits and gradients from the fast path and the straightforward one (float64)."""
+def table(m, x):  # fast.py's forward of the model, on the model's own parameters
+    return forward_fn(m)(dict(m.named_parameters()), dict(m.named_buffers()), x)
+
+
+def assert_same_function(model, fast=table, oracle=lambda m, x: m(x)):
+    """Same logits and gradients from two forwards of one model (float64)."""
     x, y = tokens(model.cfg.p), torch.randint(0, model.cfg.p, (200,))
     out = []
     for forward in (fast, oracle):
         model.zero_grad()
         logits = forward(model, x)
         torch.nn.functional.cross_entropy(logits, y).backward()
-        out.append((logits.detach(), [p.grad.clone() for p in model.parameters() if p.grad is not None]))
+        out.append((logits.detach(), [p.grad.clone() for p in model.parameters()
+                                      if p.grad is not None]))
     (l1, g1), (l2, g2) = out
     torch.testing.assert_close(l1, l2, rtol=1e-10, atol=1e-10)
     assert len(g1) == len(g2)
@@ -42,40 +49,159 @@ def assert_fast_equals_oracle(model, fast=lambda m, x: m(x, fast=True), oracle=l
 
 @pytest.mark.parametrize("ln", list(LN_PLACEMENTS))
 @pytest.mark.parametrize("causal", [False, True])
-def test_fast_path_equals_general_path(ln, causal):
-    cfg = Config(ln=ln, causal=causal, dtype="float64", **{k: SMALL[k] for k in ("p", "d_model", "d_mlp")})
+@pytest.mark.parametrize("norm", ["layernorm", "rmsnorm"])
+def test_fast_table_forward_equals_model(ln, causal, norm):
+    cfg = Config(ln=ln, causal=causal, norm=norm, dtype="float64",
+                 **{k: SMALL[k] for k in ("p", "d_model", "d_mlp")})
     model = build_model(cfg)
     for name, prm in model.named_parameters():  # LN affine params away from 1/0, so they matter
         if "ln" in name:
             prm.data += 0.1 * torch.randn_like(prm)
-    assert_fast_equals_oracle(model)
+    assert_same_function(model)
 
 
 @pytest.mark.parametrize("n_layers", [1, 2, 3])
 @pytest.mark.parametrize("causal", [False, True])
-def test_general_path_equals_all_positions(n_layers, causal):
-    # the general path runs its last block at the last position only
+def test_last_position_only_equals_all_positions(n_layers, causal):
+    # the forward runs its last block at the last position only
     cfg = Config(ln="pre", causal=causal, n_layers=n_layers, dtype="float64",
                  **{k: SMALL[k] for k in ("p", "d_model", "d_mlp")})
-    assert_fast_equals_oracle(build_model(cfg), lambda m, x: m(x, fast=False),
-                              lambda m, x: (m.alpha * (m.residuals(x) @ m.unembed))[:, -1])
+    assert_same_function(build_model(cfg), lambda m, x: m(x),
+                         lambda m, x: (m.alpha * (m.residuals(x) @ m.unembed))[:, -1])
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_equals_torch_multihead_attention(causal):
+    # model.py writes attention out; PyTorch's module with the same weights is the oracle
+    torch.manual_seed(0)
+    blk = build_model(Config(p=23, d_model=32, causal=causal, dtype="float64")).blocks[0]
+    mha = torch.nn.MultiheadAttention(32, 4, bias=False, batch_first=True).double()
+    mha.load_state_dict(blk.attn.state_dict())
+    x = torch.randn(50, 3, 32, dtype=torch.float64)
+    mask = torch.ones(3, 3).triu(1).bool() if causal else None
+    want, w_want = mha(x, x, x, attn_mask=mask, average_attn_weights=False)
+    cache = {}
+    torch.testing.assert_close(blk.attn(x, x, x, mask, cache), want)
+    torch.testing.assert_close(cache["attn"][0], w_want)
+    # the last query alone (last block): the last rows of the same
+    torch.testing.assert_close(blk.attn(x[:, -1:], x, x, mask), want[:, -1:])
 
 
 @pytest.mark.parametrize("embed", ["learned", "onehot"])
 def test_embed_mlp_table_path_equals_concatenation(embed):
-    assert_fast_equals_oracle(build_model(Config(model="mlp", embed=embed, act="relu", dtype="float64",
-                                                 p=23, d_model=16, d_mlp=32)))
+    assert_same_function(build_model(Config(model="mlp", embed=embed, act="relu",
+                                            dtype="float64", p=23, d_model=16, d_mlp=32)))
 
 
-def test_fast_path_attention_weights_match_last_query():
-    cfg = Config(ln="pre", dtype="float64", p=23)
-    model, x = build_model(cfg), tokens(23)
+def test_last_query_cache_matches_all_positions():
+    model, x = build_model(Config(ln="pre", dtype="float64", p=23)), tokens(23)
     c1, c2 = {}, {}
-    model(x, cache=c1, fast=True)
-    model(x, cache=c2, fast=False)
+    model(x, cache=c1)
+    model.residuals(x, cache=c2)
     torch.testing.assert_close(c1["attn"][0][:, :, 0], c2["attn"][0][:, :, -1])
-    for k in ("mlp_in", "mlp_act", "resid"):
-        torch.testing.assert_close(c1[k], c2[k])
+    for k in ("mlp_in", "mlp_act"):
+        torch.testing.assert_close(c1[k], c2[k][:, -1])
+
+
+# the initial parameters of b30491b (the last commit before model.py was split into a reference
+# and fast.py): per parameter, the sum and the sum of squares, for the same seeds
+BEFORE = {
+    "singh/s0": {
+        "pos": [-0.22993813872744795, 0.17296686310550008],
+        "unembed": [-15.473835831075576, 114.70480990853139],
+        "embed.weight": [3.35178233018587, 114.1728125284322],
+        "blocks.0.attn.in_proj_weight": [-16.899257718698664, 191.11905597847664],
+        "blocks.0.attn.out_proj.weight": [9.516066871485236, 98.65860769819875],
+        "blocks.0.fc1.weight": [-25.881097387288435, 396.810468727267],
+        "blocks.0.fc1.bias": [0.0, 0.0],
+        "blocks.0.fc2.weight": [3.8971967605157687, 99.4715047042957],
+        "blocks.0.fc2.bias": [0.0, 0.0],
+        "blocks.0.ln1.weight": [128.0, 128.0],
+        "blocks.0.ln1.bias": [0.0, 0.0],
+        "blocks.0.ln2.weight": [128.0, 128.0],
+        "blocks.0.ln2.bias": [0.0, 0.0],
+    },
+    "singh/s7": {
+        "pos": [0.4389751803537365, 0.14959516678400553],
+        "unembed": [6.501880030682514, 112.09726615845298],
+        "embed.weight": [-7.340426822245263, 112.77836535612786],
+        "blocks.0.attn.in_proj_weight": [-5.095770107362171, 191.4972761455012],
+        "blocks.0.attn.out_proj.weight": [-9.855613356652384, 98.5726186544712],
+        "blocks.0.fc1.weight": [7.708479536885079, 398.8151995525357],
+        "blocks.0.fc1.bias": [0.0, 0.0],
+        "blocks.0.fc2.weight": [11.283075254374012, 99.19114330694774],
+        "blocks.0.fc2.bias": [0.0, 0.0],
+        "blocks.0.ln1.weight": [128.0, 128.0],
+        "blocks.0.ln1.bias": [0.0, 0.0],
+        "blocks.0.ln2.weight": [128.0, 128.0],
+        "blocks.0.ln2.bias": [0.0, 0.0],
+    },
+    "nanda/s0": {
+        "pos": [-4.1732790636015125, 2.957354134962647],
+        "unembed": [1.037837909276277, 128.7316878208629],
+        "embed.weight": [-1.1385750169878293, 113.38900077015349],
+        "blocks.0.attn.in_proj_weight": [-24.95907335533684, 382.77099353636396],
+        "blocks.0.attn.out_proj.weight": [-4.333425994441484, 129.89818838810447],
+        "blocks.0.fc1.weight": [0.20722152928578907, 509.74971251349535],
+        "blocks.0.fc1.bias": [0.0, 0.0],
+        "blocks.0.fc2.weight": [-17.14394243409788, 517.3977911280201],
+        "blocks.0.fc2.bias": [0.0, 0.0],
+    },
+    "alquabeh/s0": {
+        "embed.weight": [-15.547887823283418, 114.48114265453468],
+        "fc1.weight": [-11.970020225019113, 395.5158710347331],
+        "fc1.bias": [0.0, 0.0],
+        "readout.weight": [5.608373122859803, 87.8079815488654],
+        "readout.bias": [0.0, 0.0],
+    },
+    "onehot/s0": {
+        "fc1.weight": [-22.386571936876436, 394.38676842344256],
+        "fc1.bias": [0.0, 0.0],
+        "readout.weight": [1.663957725533237, 87.81723600304443],
+        "readout.bias": [0.0, 0.0],
+    },
+}
+
+
+@pytest.mark.parametrize("name", sorted(BEFORE))
+def test_same_seed_same_initial_parameters_as_before(name):
+    preset, seed = name.split("/")
+    kw = dict(singh={}, nanda=dict(act="relu", causal=True, ln="off", init="nanda"),
+              alquabeh=dict(model="mlp", act="relu"),
+              onehot=dict(model="mlp", act="relu", embed="onehot"))[preset]
+    model = build_model(Config(seed=int(seed[1:]), **kw))
+    got = {n: [float(p.detach().double().sum()), float((p.detach().double() ** 2).sum())]
+           for n, p in model.named_parameters()}
+    assert got.keys() == BEFORE[name].keys()
+    for n in got:  # exact here; 1e-6 leaves room for another machine's vectorised RNG maths
+        assert got[n] == pytest.approx(BEFORE[name][n], rel=1e-6, abs=1e-9), n
+
+
+# ---------------------------------------------------------------- fast.py: the start-up check
+
+def test_check_stops_when_model_py_changes_and_no_fast_trains_the_change(monkeypatch):
+    cfg = Config(dtype="float64", **{k: SMALL[k] for k in ("p", "d_model", "d_mlp")})
+    x, y = tokens(cfg.p), torch.randint(0, cfg.p, (200,))
+    build_runs([build_model(cfg)], probe=(x[:64], y[:64]))  # unedited: passes
+    forward = type(build_model(cfg).blocks[0]).forward
+    monkeypatch.setattr(type(build_model(cfg).blocks[0]), "forward",
+                        lambda self, *a, **k: 1.5 * forward(self, *a, **k))  # a forker's edit
+    model = build_model(cfg)
+    with pytest.raises(Stop, match="fast.py's forward no longer matches model.py .* --no-fast"):
+        build_runs([model], probe=(x[:64], y[:64]))
+    _, ref = build_runs([model], fast=False, probe=(x[:64], y[:64]))  # --no-fast: the edit
+    torch.testing.assert_close(ref(x[None])[0], model(x))
+    assert not torch.allclose(ref(x[None])[0], table(model, x))
+
+
+def test_check_compares_gradients_too():
+    model = build_model(Config(dtype="float64", **{k: SMALL[k] for k in ("p", "d_model")}))
+    x, y = tokens(23), torch.randint(0, 23, (200,))
+    fn = forward_fn(model)
+    # same logits, but no gradient reaches the unembedding
+    detached = lambda P, B, t: fn(dict(P, unembed=P["unembed"].detach()), B, t)
+    with pytest.raises(Stop, match="no longer matches"):
+        check(model, detached, x[:64], y[:64])
 
 
 # ---------------------------------------------------------------- model: LN placements
@@ -90,21 +216,23 @@ def test_ln_placement_does_what_its_row_says(ln):
     place = LN_PLACEMENTS[ln]
     cfg = Config(ln=ln, dtype="float64", p=23)
     model, x = build_model(cfg), tokens(23)
-    blk = model.blocks[0]
-    resid = model.embed(x) + model.pos
-    qk, v = blk.attn_inputs(resid)
-    assert unit_rows(qk) == place.qk
-    assert unit_rows(v) == place.v
+    seen = []  # the inputs attention gets: (queries, keys, values)
+    model.blocks[0].attn.register_forward_pre_hook(lambda mod, args: seen.append(args[:3]))
     cache = {}
-    model(x, cache=cache, fast=False)
+    model.residuals(x, cache=cache)
+    q, k, v = seen[0]
+    assert unit_rows(q) == unit_rows(k) == place.qk
+    assert unit_rows(v) == place.v
     assert unit_rows(cache["mlp_in"]) == (place.mlp or place.post)  # post: MLP sees LN(x + attn)
+    cache = {}
+    model(x, cache=cache)
     assert unit_rows(cache["resid"]) == place.post
     # Rescaling the residual stream leaves attention weights alone exactly when q/k are normed.
     with torch.no_grad():
         model.embed.weight *= 5
         model.pos *= 5
     cache5 = {}
-    model(x, cache=cache5, fast=False)
+    model(x, cache=cache5)
     same = torch.allclose(cache["attn"][0], cache5["attn"][0], atol=1e-10)
     assert same == place.qk
 
@@ -116,7 +244,8 @@ def test_no_ln_modules_when_off_and_both_when_on():
 
 
 def test_rmsnorm_and_post_train_and_deep_models_run():
-    for kw in (dict(norm="rmsnorm", ln="pre"), dict(n_layers=2, ln="pre"), dict(n_layers=3, causal=True)):
+    for kw in (dict(norm="rmsnorm", ln="pre"), dict(n_layers=2, ln="pre"),
+               dict(n_layers=3, causal=True)):
         model = build_model(Config(p=23, **kw))
         assert model(tokens(23)).shape == (200, 24)
 
@@ -125,13 +254,14 @@ def test_rmsnorm_and_post_train_and_deep_models_run():
 @pytest.mark.parametrize("n_layers", [1, 2])
 def test_stacked_runs_equal_separate_models(n_layers):
     runs = ((0, "pre"), (1, "pre"), (2, "attn-pre-v"))  # two placements: two groups in one stack
-    models = [build_model(Config(p=23, n_layers=n_layers, seed=s, ln=ln, dtype="float64")) for s, ln in runs]
+    models = [build_model(Config(p=23, n_layers=n_layers, seed=s, ln=ln, dtype="float64"))
+              for s, ln in runs]
     x = tokens(23)
-    stacked = Stacked(models)
-    out = stacked(torch.stack([x] * 3))
+    out = Stacked(models)(torch.stack([x] * 3))
     for r, m in enumerate(models):
         torch.testing.assert_close(out[r], m(x))
-    assert stacked.unused == [set(), set(), {f"blocks.{i}.ln2.{w}" for i in range(n_layers) for w in ("weight", "bias")}]
+    assert [unused(m, forward_fn(m)) for m in models] == \
+        [set(), set(), {f"blocks.{i}.ln2.{w}" for i in range(n_layers) for w in ("weight", "bias")}]
 
 
 def test_embed_mlp_variants():

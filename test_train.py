@@ -17,14 +17,15 @@ import numpy as np
 import pytest
 import torch
 
-from model import Config, LN_PLACEMENTS, build_model, check_config
-from data import Stop, check_task, make_data
-from train import load_checkpoint, main, parse_args, run_name, train
+import train as train_module
+from data import Stop, make_data
+from model import Config, LN_PLACEMENTS, build_model
+from train import AdamW, load_checkpoint, main, parse_args, train
 from bench import main as bench_main
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SMALL = dict(p=23, d_model=32, n_heads=4, d_mlp=64, frac=0.5, eval_every=5, ckpt_every=10)
-DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])  # CI has no GPU; the device tool does
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])  # CI has no GPU
 
 
 def quiet(*_):
@@ -116,15 +117,57 @@ def test_resume_continues_to_the_same_metrics_and_runs_are_deterministic(tmp_pat
         np.testing.assert_array_equal(np.array(full[k]), np.array(resumed[k]), err_msg=k)
 
 
-def test_a_gpu_run_resumes_on_the_cpu(tmp_path):
-    train(small_cfg(steps=10), str(tmp_path / "r"), log=quiet)
-    path = tmp_path / "r" / "resume.pt"
-    ck = torch.load(path, weights_only=True)
-    for g in ck["optim"]["param_groups"]:  # as a GPU run saves it: AdamW capturable for CUDA graphs
-        g["capturable"] = True
-    torch.save(ck, path)
-    resumed = train(small_cfg(steps=20), str(tmp_path / "r"), resume=True, log=quiet)
-    assert resumed["step"][-1] == 20 and np.isfinite(resumed["train_loss"]).all()
+def adamw_pair(steps, lrs, wds=(0.0, 0.5)):
+    """Parameters trained by this project's AdamW and by torch.optim.AdamW from the same start,
+    on the same gradients; lrs[t] is the lr of step t, set in place in ours."""
+    torch.manual_seed(0)
+    start = [torch.randn(7, 5), torch.randn(5), torch.randn(3)]  # the last gets no gradient
+    ours, ref = [[t.clone().requires_grad_() for t in start] for _ in range(2)]
+    opt = AdamW(ours, (0.9, 0.98), 1e-8)
+    torch_opt = torch.optim.AdamW([{"params": [p], "weight_decay": wd} for p, wd in
+                                   zip(ref, (wds[0], wds[1], 0.0))], lr=lrs[0],
+                                  betas=(0.9, 0.98), eps=1e-8)
+    for w, wd in zip(opt.wd, (wds[0], wds[1], 0.0)):
+        w.fill_(wd)
+    step = opt.step  # one bound step, as a recorded CUDA graph would be: it must read new lrs
+    for t in range(steps):
+        g = [torch.randn(7, 5), torch.randn(5)]
+        for params, o in ((ours, None), (ref, torch_opt)):
+            params[0].grad, params[1].grad = g[0].clone(), g[1].clone()
+        for lr in opt.lr:
+            lr.fill_(lrs[t])
+        for grp in torch_opt.param_groups:
+            grp["lr"] = lrs[t]
+        step()
+        torch_opt.step()
+    return ours, ref, opt
+
+
+def test_adamw_equals_torch_adamw_bit_for_bit_and_reads_lr_set_in_place():
+    lrs = [1e-3 * min(t / 5, 1) for t in range(30)]  # a warm-up: lr changes between steps
+    ours, ref, opt = adamw_pair(30, lrs)
+    for a, b in zip(ours, ref):
+        assert torch.equal(a, b)
+    assert set(opt.state) == {ours[0], ours[1]}  # no gradient, no state, as torch's
+    assert set(opt.state[ours[0]]) == {"step", "exp_avg", "exp_avg_sq"}
+
+
+def test_adamw_runs_of_a_stack_take_their_own_lr_and_wd():
+    p = torch.zeros(3, 4, requires_grad=True)  # 3 runs stacked on the first axis
+    opt = AdamW([p], (0.9, 0.98), 1e-8, runs=3)
+    opt.lr[0].copy_(torch.tensor([0.0, 1e-3, 1e-2], dtype=torch.float64))
+    with torch.no_grad():
+        p += 1
+    p.grad = torch.ones(3, 4)
+    opt.step()  # the first step of Adam moves each weight by lr (bias-corrected m / sqrt(v) = 1)
+    torch.testing.assert_close(p.detach()[:, 0], torch.tensor([1.0, 1 - 1e-3, 1 - 1e-2]))
+    opt.wd[0].copy_(torch.tensor([0.0, 0.0, 10.0], dtype=torch.float64))
+    opt.lr[0].fill_(1e-2)
+    before = p.detach().clone()
+    p.grad = torch.zeros(3, 4)
+    opt.step()
+    shrink = p.detach()[:, 0] / before[:, 0]
+    assert shrink[0] != shrink[2] and shrink[2] == pytest.approx(0.9, abs=0.02)
 
 
 def test_ctrl_c_saves_a_run_that_resume_finishes(tmp_path):
@@ -251,10 +294,10 @@ def test_gpu_run_equals_cpu_run(kw, tmp_path):
 
 
 def test_batched_runs_are_every_combination_and_share_shape(tmp_path):
-    cfgs, args, given = parse_args(["--lr", "1e-3", "3e-3", "--seed", "0", "1"])
+    cfgs, names, _ = parse_args(["--lr", "1e-3", "3e-3", "--seed", "0", "1"])
     assert [(c.seed, c.lr) for c in cfgs] == [(0, 1e-3), (0, 3e-3), (1, 1e-3), (1, 3e-3)]
-    assert len({run_name(c, args.preset, given) for c in cfgs}) == 4
-    cfgs, args, given = parse_args(["--ln", "pre", "mlp-pre", "--seed", "0", "1"])
+    assert len(set(names)) == 4
+    cfgs, _, _ = parse_args(["--ln", "pre", "mlp-pre", "--seed", "0", "1"])
     assert [(c.ln, c.seed) for c in cfgs] == [("pre", 0), ("pre", 1), ("mlp-pre", 0), ("mlp-pre", 1)]
     with pytest.raises(Stop, match="not d_mlp"):
         train([small_cfg(), small_cfg(d_mlp=48)], [str(tmp_path / "a"), str(tmp_path / "b")], log=quiet)
@@ -273,10 +316,10 @@ def test_experiment_scripts_list_valid_distinct_runs(script):
         names = []
         for line in out[:-1]:
             assert line.startswith("python train.py ")
-            cfgs, args, given = parse_args(line.split()[2:])
+            cfgs, dirs, _ = parse_args(line.split()[2:])
             for c in cfgs:
-                check_config(c), check_task(c)  # raise on a bad option
-                names.append(os.path.join(args.out, run_name(c, args.preset, given)))
+                c.check()  # raises on a bad option
+            names += dirs
         return names
     names = runs("--list")
     assert names and len(set(names)) == len(names)  # no two jobs write one folder
@@ -330,3 +373,58 @@ def test_tune_cpu_keeps_freed_memory_in_the_heap():
     out = subprocess.run([sys.executable, "-c", FAULTS.format(here=HERE)], capture_output=True, text=True, check=True)
     before, after = map(float, out.stdout.split())
     assert after < before / 10, (before, after)
+
+
+# ---------------------------------------------------------------- forking: edits take effect
+
+def test_an_edit_to_block_forward_stops_training_or_with_no_fast_changes_it(tmp_path, monkeypatch):
+    args = ["--p", "23", "--d-model", "32", "--d-mlp", "64", "--steps", "20", "--out",
+            str(tmp_path)]
+    main(args + ["--name", "plain"])
+    forward = type(build_model(small_cfg()).blocks[0]).forward
+    monkeypatch.setattr(type(build_model(small_cfg()).blocks[0]), "forward",
+                        lambda self, *a, **k: 1.5 * forward(self, *a, **k))
+    with pytest.raises(SystemExit) as e:
+        main(args + ["--name", "edited"])
+    assert "no longer matches model.py" in str(e.value) and "\n" not in str(e.value)
+    assert not (tmp_path / "edited").exists()  # stopped before writing anything
+    main(args + ["--name", "edited", "--no-fast"])
+    plain, edited = (np.load(tmp_path / n / "metrics.npz") for n in ("plain", "edited"))
+    assert not np.allclose(plain["train_loss"][1:], edited["train_loss"][1:])
+
+
+class Filtered(AdamW):
+    """A Grokfast-style EMA gradient filter, its state kept as the state rule says."""
+
+    def direction(self, p, grad, state):
+        ema = state.setdefault("grad_ema", torch.zeros_like(p))
+        ema.lerp_(grad, 1 - 0.9)
+        return grad + 2.0 * ema
+
+
+def test_a_gradient_filter_with_state_resumes_and_batches_like_lone_runs(tmp_path, monkeypatch):
+    plain = train(small_cfg(steps=30), str(tmp_path / "plain"), log=quiet)
+    monkeypatch.setattr(train_module, "AdamW", Filtered)
+    cfgs = [small_cfg(steps=30, **kw) for kw in BATCHED[:2]]
+    alone = [train(c, str(tmp_path / f"a{r}"), log=quiet) for r, c in enumerate(cfgs)]
+    assert not np.allclose(plain["train_loss"][1:], alone[0]["train_loss"][1:])  # it filters
+    ck = torch.load(tmp_path / "a0" / "resume.pt", weights_only=True)
+    assert all("grad_ema" in st for st in ck["optim"]["state"].values())
+    train(small_cfg(steps=15), str(tmp_path / "r"), log=quiet)
+    resumed = train(small_cfg(steps=30), str(tmp_path / "r"), resume=True, log=quiet)
+    batched = train(cfgs, [str(tmp_path / f"b{r}") for r in range(2)], log=quiet)
+    for k in ("train_loss", "test_loss", "weight_norm", "update_norm"):
+        np.testing.assert_array_equal(resumed[k], alone[0][k], err_msg=k)
+        for r in range(2):
+            np.testing.assert_allclose(batched[r][k], alone[r][k], rtol=1e-4, atol=1e-6)
+
+
+def test_a_schedule_takes_effect(tmp_path, monkeypatch):
+    halve = lambda cfg, step: (cfg.lr * 0.5 ** (step // 10), cfg.wd)  # a forker's step decay
+    monkeypatch.setattr(train_module, "schedule", halve)
+    m = train(small_cfg(steps=30), str(tmp_path / "r"), log=quiet)
+    assert [m["lr"][i] for i in (0, 2, 4)] == [1e-3, 5e-4, 2.5e-4]
+    monkeypatch.undo()
+    plain = train(small_cfg(steps=30), str(tmp_path / "p"), log=quiet)
+    assert plain["update_norm"][0] == m["update_norm"][0]  # same first step, lr 1e-3 both
+    assert plain["update_norm"][4] > 3 * m["update_norm"][4]  # a quarter of the lr later

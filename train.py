@@ -366,7 +366,8 @@ def record(metrics, cfgs, step, logits, losses, test_logits, y_tr, y_te, params,
     """Append one metrics row per run (update_norm follows after the step). False: the loss
     is not finite, and the run stops with its last good checkpoint kept."""
     if not torch.isfinite(losses).all():  # the only host synchronisations: at evaluation
-        log(f"error: train loss is {losses.tolist()} at step {step}; stopped. The last good "
+        bad = losses.tolist() if len(losses) > 1 else losses.item()
+        log(f"error: train loss is {bad} at step {step}; stopped. The last good "
             f"checkpoint is kept: change --lr or --dtype and start again")
         return False
     R = len(cfgs)
