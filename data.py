@@ -4,7 +4,13 @@ split (random, balanced, or with a square or strip dug out).
 
     from data import make_data
     x_train, y_train, x_test, y_test = make_data(Config())
+
+Also the run files: atomic writes and checkpoint loading (train.py and analyze.py share them).
 """
+import json
+import os
+
+import numpy as np
 import torch
 
 
@@ -54,7 +60,7 @@ def train_mask(cfg, valid):
         # Frequency-aware sampling (AlQuabeh et al.): pairs (a, pi(a + s)) for a random relabelling
         # pi and distinct shifts s. Each shift is a perfect matching, so whole shifts give every
         # operand the same count at both positions and the last, partial one adds at most 1.
-        pi, shifts, order = torch.randperm(p, generator=g), torch.randperm(p, generator=g), torch.randperm(p, generator=g)
+        pi, shifts, order = (torch.randperm(p, generator=g) for _ in range(3))
         cand = torch.cat([order * p + pi[(order + s) % p] for s in shifts])
         cand = cand[valid[cand]]
     else:
@@ -71,3 +77,27 @@ def make_data(cfg):
     train = train_mask(cfg, valid)
     test = valid & ~train
     return x[train], y[train], x[test], y[test]
+
+
+def save_atomic(obj, path):
+    """Write to a temp file and rename, so a crash never leaves a half-written file."""
+    tmp = f"{path}.tmp"
+    if path.endswith(".npz"):
+        with open(tmp, "wb") as f:
+            np.savez(f, **obj)
+    elif path.endswith(".json"):
+        with open(tmp, "w") as f:
+            json.dump(obj, f, indent=1)
+    else:
+        torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def load_checkpoint(path):
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except FileNotFoundError:
+        raise Stop(f"missing checkpoint {path}")
+    except Exception as e:
+        raise Stop(f"corrupt checkpoint {path}: {type(e).__name__}: "
+                   f"{str(e).splitlines()[0][:120]}")

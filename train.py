@@ -12,7 +12,6 @@ Writes runs/<name>/{config.json, metrics.npz, resume.pt, ckpt/step_XXXXXX.pt}.
 """
 import argparse
 import itertools
-import json
 import os
 import signal
 import sys
@@ -23,9 +22,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from data import Stop, make_data
-from fast import build_runs, cuda_graph, load_runs, named_params, run_states, tune_cpu, unused
-from fast import forward_fn
+from data import Stop, load_checkpoint, make_data, save_atomic
+from fast import (build_runs, cuda_graph, forward_fn, load_runs, named_params, run_states,
+                  tune_cpu, unused)
 from model import Config, PRESETS, build_model, flag
 
 GROK = 0.01  # "generalized" = first step with loss <= this (Singh et al.)
@@ -156,7 +155,8 @@ def parse_args(argv=None):
     ap.add_argument("--device", default="auto", help="auto | cpu | cuda | mps")
     ap.add_argument("--out", default="runs", help="folder of runs")
     ap.add_argument("--name", help="run name (default: built from the options given)")
-    ap.add_argument("--resume", action="store_true", help="continue runs/<name>; may extend --steps")
+    ap.add_argument("--resume", action="store_true",
+                    help="continue runs/<name>; may extend --steps")
     ap.add_argument("--stop-after-grok", type=int, metavar="N",
                     help="stop N steps after test loss <= 0.01")
     ap.add_argument("--fast", default=True, action=argparse.BooleanOptionalAction,
@@ -221,31 +221,7 @@ def check(cfgs, run_dirs, device, resume):
     return device
 
 
-def save_atomic(obj, path):
-    """Write to a temp file and rename, so a crash never leaves a half-written file."""
-    tmp = f"{path}.tmp"
-    if path.endswith(".npz"):
-        with open(tmp, "wb") as f:
-            np.savez(f, **obj)
-    elif path.endswith(".json"):
-        with open(tmp, "w") as f:
-            json.dump(obj, f, indent=1)
-    else:
-        torch.save(obj, tmp)
-    os.replace(tmp, path)
-
-
-def load_checkpoint(path):
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except FileNotFoundError:
-        raise Stop(f"missing checkpoint {path}")
-    except Exception as e:
-        raise Stop(f"corrupt checkpoint {path}: {type(e).__name__}: "
-                   f"{str(e).splitlines()[0][:120]}")
-
-
-def resume_runs(cfgs, run_dirs, model, opt):
+def resume_runs(cfgs, run_dirs, model, opt, log):
     """Load the runs' resume.pt into model and optimizer; their metrics before that step."""
     cks = [load_checkpoint(os.path.join(d, "resume.pt")) for d in run_dirs]
     for c, d, ck in zip(cfgs, run_dirs, cks):
@@ -267,6 +243,7 @@ def resume_runs(cfgs, run_dirs, model, opt):
         old = np.load(os.path.join(d, "metrics.npz"))
         keep = old["step"] < start  # rows from `start` on are recomputed, as uninterrupted
         metrics.append({k: list(old[k][keep]) for k in KEYS})
+    log(f"resuming {', '.join(run_dirs)} at step {start}")
     return metrics, start
 
 
@@ -286,10 +263,8 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
     names, params = zip(*named_params(model))
     skip = [unused(m, forward_fn(m, fast)) for m in models]
     opt = AdamW(list(params), cfg.betas, cfg.eps, R)
-    metrics, start = resume_runs(cfgs, run_dirs, model, opt) if resume else \
+    metrics, start = resume_runs(cfgs, run_dirs, model, opt, log) if resume else \
         ([{k: [] for k in KEYS} for _ in cfgs], 0)
-    if resume:
-        log(f"resuming {', '.join(run_dirs)} at step {start}")
     for c, d in zip(cfgs, run_dirs):  # only now: a refused --resume leaves no folder behind
         os.makedirs(os.path.join(d, "ckpt"), exist_ok=True)
         save_atomic(c.to_dict(), os.path.join(d, "config.json"))
@@ -310,7 +285,7 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
 
     interrupted = []
     old_handler = signal.signal(signal.SIGINT, lambda *_: interrupted.append(1))  # between steps
-    t0, grok, end = time.time(), [None] * R, cfg.steps
+    t0, shown, end = time.time(), [0.0], cfg.steps
     try:
         for step in range(start, cfg.steps + 1):
             if interrupted:
@@ -329,13 +304,11 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
             with torch.no_grad():
                 test_logits = forward(x_te)
                 before = [p.detach().clone() for p in params]
-            if not record(metrics, cfgs, step, logits, losses, test_logits, y_tr, y_te, before,
-                          ratios, log):
+            if not record(metrics, cfgs, step, (logits, y_tr), (test_logits, y_te), losses,
+                          before, ratios, log):
                 save_metrics(metrics, run_dirs)
                 break
-            for r, m in enumerate(metrics):
-                if grok[r] is None and m["test_loss"][-1] <= GROK:
-                    grok[r] = step
+            grok = [first_below(m["step"], m["test_loss"]) for m in metrics]
             if stop_after_grok is not None and None not in grok:
                 end = min(end, max(grok) + stop_after_grok)
             if step == end or step % cfg.ckpt_every == 0:
@@ -345,24 +318,23 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
             update(losses)
             with torch.no_grad():  # ||theta_{t+1} - theta_t|| of this step
                 upd = sum(((p - q).double() ** 2).reshape(R, -1).sum(1)
-                          for p, q in zip(params, before)).sqrt()
-            for m, u in zip(metrics, upd.tolist()):
+                          for p, q in zip(params, before)).sqrt().tolist()
+            for m, u in zip(metrics, upd):
                 m["update_norm"][-1] = u
             if graphing and graph is None:
                 logits = losses = None  # free this step's graph: capture needs fresh grad nodes
                 graph = cuda_graph(lambda: update(loss_fn(forward(x_tr), y_tr)), list(params), opt)
-            progress(metrics, step, end, start, t0, log)
+            progress(metrics, step, end, start, t0, shown, log)
     finally:
         signal.signal(signal.SIGINT, old_handler)
     for d, m in zip(run_dirs, metrics):
-        tr, te = (first_below(m["step"], m[k]) for k in ("train_loss", "test_loss"))
-        log(f"{d}: done in {time.time() - t0:.1f}s | train loss <= {GROK} at step "
-            f"{'not reached' if tr is None else tr} | test loss <= {GROK} at step "
-            f"{'not reached' if te is None else te}")
+        log(f"{d}: done in {time.time() - t0:.1f}s | " + " | ".join(
+            f"{k} loss <= {GROK} at step {first_below(m['step'], m[k + '_loss']) or 'not reached'}"
+            for k in ("train", "test")))
     return metrics[0] if single else metrics
 
 
-def record(metrics, cfgs, step, logits, losses, test_logits, y_tr, y_te, params, ratios, log):
+def record(metrics, cfgs, step, train, test, losses, params, ratios, log):
     """Append one metrics row per run (update_norm follows after the step). False: the loss
     is not finite, and the run stops with its last good checkpoint kept."""
     if not torch.isfinite(losses).all():  # the only host synchronisations: at evaluation
@@ -372,8 +344,8 @@ def record(metrics, cfgs, step, logits, losses, test_logits, y_tr, y_te, params,
         return False
     R = len(cfgs)
     with torch.no_grad():
-        cols = dict(train_loss=losses, train_acc=accuracy(logits, y_tr),
-                    test_loss=loss_fn(test_logits, y_te), test_acc=accuracy(test_logits, y_te),
+        cols = dict(train_loss=losses, train_acc=accuracy(*train), test_loss=loss_fn(*test),
+                    test_acc=accuracy(*test),
                     weight_norm=sum((p.double() ** 2).reshape(R, -1).sum(1) for p in params))
     cols = {k: v.tolist() for k, v in cols.items()}
     for r, (m, c) in enumerate(zip(metrics, cfgs)):
@@ -389,15 +361,13 @@ def save_metrics(metrics, run_dirs):
         save_atomic({k: np.array(v) for k, v in m.items()}, os.path.join(d, "metrics.npz"))
 
 
-_last_print = [0.0]
-
-
-def progress(metrics, step, end, start, t0, log):
-    """A status line at most every 5 s: means over the runs, ms/step, time left."""
+def progress(metrics, step, end, start, t0, shown, log):
+    """A status line at most every 5 s (shown[0]: when the last one was): means over the runs,
+    ms/step, time left."""
     now = time.time()
-    if now - _last_print[0] < 5:
+    if now - shown[0] < 5:
         return
-    _last_print[0] = now
+    shown[0] = now
     ms = 1000 * (now - t0) / (step + 1 - start)
     mean = lambda k: np.mean([m[k][-1] for m in metrics])
     log(f"step {step:6d}/{end} | train {mean('train_loss'):.2e} acc {mean('train_acc'):.3f} | "
