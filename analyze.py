@@ -4,158 +4,129 @@ Progress measures of the four papers at every checkpoint of every run, then ever
     python analyze.py runs/              # every run folder below runs/, then the cross-run figures
     python analyze.py runs/ln-pre_s0     # one run
 
-Writes runs/<name>/analysis.npz (one row per checkpoint; keys in MEASURES below and README.md),
-runs/<name>/figures/*.png, and for a folder of runs runs/figures/*.png, runs/summary.md and
-runs/summary.csv. A run is recomputed only when its checkpoints changed.
+Writes runs/<name>/analysis.npz (one row per checkpoint; keys in measures.py's MEASURES and
+FINAL, and README.md), runs/<name>/figures/*.png, and for a folder of runs runs/figures/*.png,
+runs/summary.md and runs/summary.csv. A run is recomputed only when its checkpoints or the code
+of a measure changed (see stamp).
 """
+import csv
 import glob
 import hashlib
-import math
+import inspect
 import os
 import sys
 import time
+import types
+from collections import Counter
 
 import numpy as np
 import torch
-import torch.nn.functional as F
-from torch.func import functional_call, grad, vmap
-from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from model import Config, build_model
-from data import Stop, all_pairs, hole_mask, train_mask
-from train import load_checkpoint, save_atomic
+from data import Stop, all_pairs
+from train import GROK, first_below, load_checkpoint, save_atomic
+from measures import FINAL, MEASURES, load_checkpoint_into, run_context
 
-KEY_SHARE = 3.0   # k is a key frequency if its share of W_E's Fourier norm^2 is >= KEY_SHARE / K
-N_NTK = 64        # fixed train examples for the empirical NTK
-N_ATTN = 1024     # fixed pairs for attention entropy (full forward over all positions)
-N_NEURONS = 4     # MLP neurons drawn as (a, b) heatmaps
-VERSION = 1       # bump when a measure changes, so cached analyses are recomputed
-MEASURES = ["step", "train_loss", "test_loss", "restricted_loss", "excluded_loss", "gini_embed",
-            "gini_logit", "c_fourier", "med", "attn_entropy", "attn_entropy_heads", "sr_train",
-            "eff_rank", "spectrum_exponent", "ntk_distance", "weight_norm", "hessian_embed",
-            "hessian_fc1", "fourier_embed", "fourier_logit"]
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-# ---------------------------------------------------------------- measures on plain arrays
+# ---------------------------------------------------------------- one run
 
-def fourier_basis(p):
-    """Orthonormal (p, p) basis over Z_p: rows 1, cos(w_1 x), sin(w_1 x), cos(w_2 x), ..."""
-    x = torch.arange(p, dtype=torch.float64)
-    rows = [torch.ones(p)]
-    for k in range(1, p // 2 + 1):
-        rows += [torch.cos(2 * math.pi * k * x / p), torch.sin(2 * math.pi * k * x / p)]
-    B = torch.stack(rows[:p]).double()
-    return B / B.norm(dim=1, keepdim=True)
-
-
-def frequency_norms(W, B):
-    """Norm of each frequency's component of W (p, d) over its first axis: (1 + p//2,),
-    index 0 the constant, index k the cos and sin of frequency k together."""
-    c = (B @ W.double()).pow(2).sum(1)
-    out = torch.zeros(B.shape[0] // 2 + 1, dtype=torch.float64)
-    out[0] = c[0]
-    out.index_add_(0, (torch.arange(1, len(c)) + 1) // 2, c[1:])
-    return out.sqrt()
-
-
-def key_frequencies(norms):
-    """Frequencies whose share of the non-constant squared norm is >= KEY_SHARE / K."""
-    share = norms[1:] ** 2 / (norms[1:] ** 2).sum()
-    return (torch.nonzero(share >= KEY_SHARE / len(share)).flatten() + 1).tolist()
+def measure(run_dir, cks):
+    """Every measure at every checkpoint, then FINAL at the last: analysis.npz's dict."""
+    try:
+        cfg = Config.from_dict(cks[-1]["config"])
+        model = build_model(cfg)
+    except (ValueError, TypeError, KeyError) as e:
+        raise Stop(f"{run_dir}: unknown config ({e})")
+    c = run_context(cfg, model, cks[-1])
+    rows = {k: [] for k in MEASURES}
+    for ck in cks:
+        load_checkpoint_into(c, model, ck)
+        for k, f in MEASURES.items():
+            rows[k].append(f(c))
+    res = {k: np.array(v) for k, v in rows.items()}
+    for k, f in FINAL.items():
+        v = f(c)
+        if v is not None:
+            res[k] = v
+    return res
 
 
-def gini(x):
-    """Hurley and Rickard: sort ascending, 2 sum_k k x_k / (N sum x) - (N+1)/N. 1 = sparse."""
-    x = torch.sort(torch.as_tensor(x, dtype=torch.float64).flatten()).values
-    n = len(x)
-    return float(2 * (torch.arange(1, n + 1) * x).sum() / (n * x.sum()) - (n + 1) / n)
+def source_file(f):
+    return os.path.abspath(f.__code__.co_filename)
 
 
-def c_fourier(E):
-    """Singh et al.: W~ = |rfft(E, tokens)|^T (d, p//2+1); between-frequency variance of the
-    column means over the mean within-column squared deviation."""
-    Wt = torch.fft.rfft(E.double(), dim=0).abs().T
-    mu = Wt.mean(0)
-    return float(mu.var(unbiased=False) / (((Wt - mu) ** 2).mean() + 1e-8))
+def called(f, found):
+    """Add to found what f uses by name, recursively, through the functions and lambdas nested
+    in it too: the source of every function of this project's files (looked up in f's module)
+    and the value of every constant. Keyed by file and name, not module, so that running
+    analyze.py as a script or importing it gives one stamp. Library code is left out."""
+    def names(code):
+        for k in code.co_consts:
+            if isinstance(k, types.CodeType):
+                yield from names(k)
+        yield from code.co_names
+    for n in names(f.__code__):
+        g = f.__globals__.get(n)
+        key = f"{os.path.basename(source_file(f))}:{n}"
+        if key in found:
+            continue
+        if isinstance(g, (int, float, str, tuple)):
+            found[key] = repr(g)
+        elif inspect.isfunction(g) and os.path.dirname(source_file(g)) == HERE:
+            found[key] = inspect.getsource(g)
+            called(g, found)
 
 
-def med(E):
-    """Gu et al.'s mean embedding difference (1/p) sum_i ||phi(i+1) - phi(i)||, cyclic."""
-    return float((torch.roll(E, -1, 0) - E).double().norm(dim=1).mean())
+def stamp(paths):
+    """What analysis.npz was computed from: the checkpoints (path, size, mtime), the source of
+    every registered measure, of measure() that runs them, and of every function of this
+    project and constant they call (called), and model.py and data.py whole (the forward and the
+    task define what is measured). Any change makes the run be recomputed."""
+    found = {}
+    roots = [("measure", measure)] + list(MEASURES.items()) + list(FINAL.items())
+    for _, f in roots:
+        called(f, found)
+    code = [(name, inspect.getsource(f)) for name, f in roots] + sorted(found.items())
+    files = [inspect.getsource(sys.modules[f.__module__]) for f in (build_model, all_pairs)]
+    cks = [(q, os.path.getsize(q), os.path.getmtime(q)) for q in paths]
+    return hashlib.sha1(repr([cks, code, files]).encode()).hexdigest()
 
 
-def attention_entropy(w):
-    """w (N, heads, queries, keys) -> per-head -sum w log w averaged over examples and queries."""
-    w = w.double().clamp_min(1e-30)
-    return (-(w * w.log()).sum(-1)).mean((0, 2))
+def checkpoint_paths(run_dir):
+    paths = sorted(glob.glob(os.path.join(run_dir, "ckpt", "step_*.pt")))
+    if not paths:
+        raise Stop(f"{run_dir}: no checkpoints")
+    return paths
 
 
-def spectrum(Z):
-    """Eigenvalues of Z^T Z, descending, normalised to sum 1."""
-    ev = torch.linalg.eigvalsh(Z.double().T @ Z.double()).flip(0).clamp_min(0)
-    return ev / ev.sum()
+def analyse_run(run_dir, log=print):
+    """All measures at every checkpoint of one run; writes and returns analysis.npz's dict,
+    or returns the one written before if nothing it was computed from changed."""
+    paths = checkpoint_paths(run_dir)
+    s = stamp(paths)
+    out = os.path.join(run_dir, "analysis.npz")
+    if os.path.exists(out):
+        old = dict(np.load(out))
+        if str(old.get("stamp")) == s:
+            return old
+    t0 = time.time()
+    with torch.no_grad():
+        res = measure(run_dir, [load_checkpoint(q) for q in paths])
+    res["stamp"] = s
+    save_atomic(res, out)
+    log(f"{run_dir}: {len(paths)} checkpoints analysed in {time.time() - t0:.1f}s, "
+        f"key frequencies {[int(k) for k in res['keys']]}")
+    return res
 
 
-def effective_rank(Z):
-    q = spectrum(Z)
-    q = q[q > 0]
-    return float(torch.exp(-(q * q.log()).sum()))
+# ---------------------------------------------------------------- across runs
 
-
-def spectrum_exponent(Z):
-    """beta of a plain least-squares fit log lambda_i = c - beta log i over the top half."""
-    q = spectrum(Z)
-    n = max(2, len(q) // 2)
-    i = torch.arange(1, n + 1, dtype=torch.float64)
-    lam = q[:n].clamp_min(1e-300)
-    A = torch.stack([torch.ones(n, dtype=torch.float64), -i.log()], 1)
-    return float(torch.linalg.lstsq(A, lam.log().unsqueeze(1)).solution[1])
-
-
-def sum_directions(p, keys):
-    """Orthonormal columns over all pairs (p*p,) spanned by 1, cos(w_k(a+b)), sin(w_k(a+b))."""
-    a, b = torch.meshgrid(torch.arange(p), torch.arange(p), indexing="ij")
-    s = (a + b).flatten().double()
-    cols = [torch.ones(p * p, dtype=torch.float64)]
-    for k in keys:
-        cols += [torch.cos(2 * math.pi * k * s / p), torch.sin(2 * math.pi * k * s / p)]
-    U = torch.stack(cols, 1)
-    return U / U.norm(dim=0)
-
-
-def project(L, U):
-    return U @ (U.T @ L)
-
-
-def ce(logits, y):
-    return float(F.cross_entropy(logits, y))
-
-
-def restricted_excluded(L, y, train, p, keys):
-    """Nanda et al.: L (p*p, p) logits over all pairs. Restricted: keep only the constant and
-    the key directions cos/sin(w_k(a+b)) (loss on all pairs). Excluded: remove exactly the key
-    directions (loss on the train pairs)."""
-    U = sum_directions(p, keys)
-    restricted = project(L, U)
-    excluded = L - project(L, U[:, 1:])
-    return ce(restricted, y), ce(excluded[train], y[train])
-
-
-def ablations(L, y, p, keys):
-    """Loss over all pairs with each key frequency removed, all removed, all but them removed."""
-    each = [ce(L - project(L, sum_directions(p, [k])[:, 1:]), y) for k in keys]
-    U = sum_directions(p, keys)
-    return np.array(each), ce(L - project(L, U[:, 1:]), y), ce(project(L, U), y)
-
-
-def cos_template_r2(L, p, keys):
-    """Fraction of the variance of the logits (centred per pair) explained by the best multiple
-    of sum_k cos(w_k(a+b-c))."""
-    a, b, c = torch.meshgrid(torch.arange(p), torch.arange(p), torch.arange(p), indexing="ij")
-    T = sum(torch.cos(2 * math.pi * k * (a + b - c).double() / p) for k in keys).reshape(p * p, p)
-    Lc = L - L.mean(1, keepdim=True)
-    Tc = T - T.mean(1, keepdim=True)
-    return float((Lc * Tc).sum() ** 2 / ((Tc ** 2).sum() * (Lc ** 2).sum()))
+IGNORED = ("seed", "data_seed", "steps", "eval_every", "ckpt_every")  # not what makes a config
+# Summary measures are compared at one step that every run reaches (runs may stop soon after
+# generalizing, --stop-after-grok): after memorization, before most configurations generalize.
+AT = 1000
 
 
 def rank_corr(x, y):
@@ -164,153 +135,175 @@ def rank_corr(x, y):
     return float(np.corrcoef(rx, ry)[0, 1])
 
 
-# ---------------------------------------------------------------- measures that need the model
-
-def embedding(model, cfg):
-    """Operand-token embeddings (p, d); for the one-hot MLP the first layer's columns of a."""
-    if hasattr(model, "embed"):
-        return model.embed.weight[:cfg.p]
-    return model.fc1.weight[:, :cfg.p].T
-
-
-def neuron_logit_map(model, cfg):
-    """W_L (p classes, d_mlp): logits as a linear function of the MLP neurons."""
-    if cfg.model == "transformer":
-        return (model.unembed.T @ model.blocks[-1].fc2.weight)[:cfg.p]
-    return model.readout.weight[:cfg.p]
+def phases(step, test_loss):
+    """Nanda et al.'s three phases, located by a simple rule on the test loss: circuit formation
+    ends (cleanup starts) when it first falls below 1, memorization ends at its peak before
+    that, cleanup ends when it first reaches GROK. Later slingshot spikes are ignored."""
+    below = np.nonzero(test_loss < 1.0)[0]
+    i_clean = below[0] if len(below) else len(step) - 1
+    i_peak = int(np.argmax(test_loss[:i_clean + 1]))
+    return step[i_peak], (step[i_clean] if len(below) else None), first_below(step, test_loss)
 
 
-def ntk(model, x, y):
-    """Empirical NTK K = J J^T of the correct-class logit on fixed examples (per-example grads)."""
-    params = {k: v.detach() for k, v in model.named_parameters()}
-
-    def f(prm, xi, yi):
-        return functional_call(model, prm, (xi[None],))[0].gather(0, yi[None])[0]
-    with sdpa_kernel(SDPBackend.MATH):  # batchable attention for deeper models, as in Stacked
-        J = vmap(grad(f), in_dims=(None, 0, 0))(params, x, y)
-    J = torch.cat([j.flatten(1) for j in J.values()], 1).double()
-    return J @ J.T
+def grok_steps(runs):
+    """First step with test loss <= GROK of each run (None: never)."""
+    return [first_below(m["step"], m["test_loss"]) for _, _, m, _ in runs]
 
 
-def hessian_top(model, x, y, block, v0=None, iters=10):
-    """Top eigenvalue of the train-loss Hessian restricted to one parameter block, by power
-    iteration on Hessian-vector products (AlQuabeh et al.). Returns (eigenvalue, vector)."""
-    loss = F.cross_entropy(model(x).double(), y)
-    g = torch.autograd.grad(loss, block, create_graph=True)[0]
-    v = torch.randn_like(block) if v0 is None else v0.clone()
-    lam = 0.0
-    for _ in range(iters):
-        v = v / v.norm()
-        hv = torch.autograd.grad(g, block, v, retain_graph=True)[0]
-        lam = float((hv * v).sum())
-        v = hv
-    return lam, v / v.norm()
+def group_runs(done):
+    """Runs that differ only in seed form one configuration, labelled by the options that differ
+    between configurations. done: {run: (cfg, metrics, analysis)} -> ({label: [(run, cfg,
+    metrics, analysis), ...]}, [the options that vary])."""
+    groups = {}
+    for run, (cfg, m, r) in done.items():
+        key = tuple((k, str(v)) for k, v in cfg.to_dict().items() if k not in IGNORED)
+        groups.setdefault(key, []).append((run, cfg, m, r))
+    if not groups:
+        return {}, []
+    first = next(iter(groups))
+    varying = [i for i in range(len(first)) if len({k[i][1] for k in groups}) > 1]
+    labels = {k: ", ".join(f"{k[i][0]}={k[i][1]}" for i in varying) or "all runs" for k in groups}
+    return {labels[k]: v for k, v in groups.items()}, [first[i][0] for i in varying]
 
 
-def analyse_run(run_dir, log=print):
-    """All measures at every checkpoint of one run; writes and returns analysis.npz's dict."""
-    with torch.no_grad():
-        return _analyse_run(run_dir, log)
+def grok_dot(runs, key):
+    """(mean generalization step of the seeds that generalized, mean of `key` there), or None."""
+    pts = [s for s in grok_steps(runs) if s is not None]
+    if not pts:
+        return None
+    g = np.mean(pts)
+    return g, np.mean([np.interp(g, r["step"], r[key]) for _, _, _, r in runs])
 
 
-def _analyse_run(run_dir, log):
-    paths = sorted(glob.glob(os.path.join(run_dir, "ckpt", "step_*.pt")))
-    if not paths:
-        raise Stop(f"{run_dir}: no checkpoints")
-    stamp = hashlib.sha1(repr([VERSION] + [(q, os.path.getsize(q), os.path.getmtime(q)) for q in paths]).encode()).hexdigest()
-    out = os.path.join(run_dir, "analysis.npz")
-    if os.path.exists(out):
-        old = dict(np.load(out))
-        if str(old.get("stamp")) == stamp:
-            return old
-    cks = [load_checkpoint(q) for q in paths]
-    try:
-        cfg = Config.from_dict(cks[-1]["config"])
-        model = build_model(cfg)
-    except (ValueError, TypeError, KeyError) as e:
-        raise Stop(f"{run_dir}: unknown config ({e})")
-    t0, p = time.time(), cfg.p
-    is_add = cfg.op == "add"  # the Fourier-algorithm measures use the directions of a+b
-    x_all, y_all, valid = all_pairs(cfg)  # the whole grid, row a*p + b
-    train = train_mask(cfg, valid)
-    test = valid & ~train
-    g = torch.Generator().manual_seed(0)
-    ntk_idx = torch.nonzero(train).flatten()[torch.randperm(int(train.sum()), generator=g)[:N_NTK]]
-    attn_idx = torch.randperm(p * p, generator=g)[:N_ATTN]
-    B = fourier_basis(p)
-    # key frequencies from the final checkpoint, held fixed over the run (Nanda et al.)
-    model.load_state_dict(cks[-1]["model"])
-    keys = key_frequencies(frequency_norms(embedding(model, cfg).detach(), B))
-    rows = {k: [] for k in MEASURES}
-    K0, v_e, v_w = None, None, None
-    for ck in cks:
-        model.load_state_dict(ck["model"])
-        model = model.double()
-        cache = {}
-        logits = model(x_all, cache=cache).double()
-        L = logits[:, :p]
-        E, WL = embedding(model, cfg), neuron_logit_map(model, cfg)
-        fe, fl = frequency_norms(E, B), frequency_norms(WL, B)
-        r_loss, x_loss = restricted_excluded(L, y_all, train, p, keys) if is_add else (np.nan, np.nan)
-        if cfg.model == "transformer":
-            c2 = {}
-            model.residuals(x_all[attn_idx], cache=c2)  # all 3 queries
-            ent = attention_entropy(c2["attn"][0]).numpy()
-        else:
-            ent = np.full(1, np.nan)
-        with torch.enable_grad():
-            K = ntk(model, x_all[ntk_idx], y_all[ntk_idx])
-            if cfg.model == "mlp" and cfg.embed == "learned":
-                h_e, v_e = hessian_top(model, x_all[train], y_all[train], model.embed.weight, v_e)
-                h_w, v_w = hessian_top(model, x_all[train], y_all[train], model.fc1.weight, v_w)
-            else:
-                h_e = h_w = np.nan
-        K0 = K if K0 is None else K0
-        row = dict(step=ck["step"], train_loss=ce(logits[train], y_all[train]), test_loss=ce(logits[test], y_all[test]),
-                   restricted_loss=r_loss, excluded_loss=x_loss, gini_embed=gini(fe[1:]), gini_logit=gini(fl[1:]),
-                   c_fourier=c_fourier(E), med=med(E), attn_entropy=float(np.mean(ent)), attn_entropy_heads=ent,
-                   sr_train=ce(model(x_all[train], scale_free=True).double(), y_all[train]),
-                   eff_rank=effective_rank(cache["resid"][test]), spectrum_exponent=spectrum_exponent(cache["resid"][test]),
-                   ntk_distance=float((K - K0).norm() / K0.norm()), weight_norm=sum(float((q ** 2).sum()) for q in model.parameters()),
-                   hessian_embed=h_e, hessian_fc1=h_w, fourier_embed=fe.numpy(), fourier_logit=fl.numpy())
-        for k in MEASURES:
-            rows[k].append(row[k])
-    res = {k: np.array(v) for k, v in rows.items()}
-    # at the final checkpoint: ablations, the cos template, and the periodic pictures
-    each, all_keys, but_keys = ablations(L, y_all, p, keys) if is_add else (np.zeros(0), np.nan, np.nan)
-    act = cache["mlp_act"].reshape(p, p, -1)
-    top = act.reshape(p * p, -1).var(0).argsort(descending=True)[:N_NEURONS]
-    res.update(keys=np.array(keys, dtype=int), ablate_each=each, ablate_keys=all_keys, ablate_all_but_keys=but_keys,
-               cos_r2=cos_template_r2(L, p, keys) if keys and is_add else np.nan,
-               final_neurons=act[:, :, top].permute(2, 0, 1).numpy(), neuron_ids=top.numpy(),
-               final_loss=ce(L[valid], y_all[valid]), stamp=stamp)
-    hole = hole_mask(cfg) & valid  # Gu et al.: is the dug-out region learned, or only the rest?
-    right = logits.argmax(-1) == y_all
-    # Gu et al. (a^2+ab+b^2): a symmetric op can be answered on (a, b) by memorizing (b, a);
-    # accuracy on the test pairs whose swap is a training pair, and on the others
-    swapped = train.view(p, p).T.reshape(-1) & test
-    res.update(hole_acc=float(right[hole].double().mean()) if hole.any() else np.nan,
-               rest_acc=float(right[test & ~hole].double().mean()),
-               swap_acc=float(right[swapped].double().mean()), noswap_acc=float(right[test & ~swapped].double().mean()),
-               swap_share=float(swapped.sum() / test.sum()))
-    if cfg.model == "transformer":
-        res["final_attn_a"] = cache["attn"][0][:, :, -1, 0].T.reshape(-1, p, p).numpy()  # each head, query '=' -> a
-    save_atomic(res, out)
-    log(f"{run_dir}: {len(cks)} checkpoints analysed in {time.time() - t0:.1f}s, key frequencies {keys}")
-    return res
+def sweeps(groups, varying):
+    """For each numeric option that varies: over the runs whose other numeric options sit at
+    their most common value (the baseline), points (value, steps to generalize or NaN, best test
+    accuracy), one series per combination of the options that are not numbers (split, op, ...).
+    -> {option: (baseline, {series label: [points]})}, options with fewer than 2 values left out."""
+    runs = [x for g in groups.values() for x in g]
+    if not runs:
+        return {}
 
+    def is_num(o):
+        v = getattr(runs[0][1], o)
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+    out = {}
+    for opt in filter(is_num, varying):
+        base = {o: Counter(getattr(c, o) for _, c, _, _ in runs).most_common(1)[0][0]
+                for o in varying if is_num(o) and o != opt}
+        series = {}
+        for _, c, m, _ in runs:
+            if all(getattr(c, o) == v for o, v in base.items()):
+                lab = ", ".join(f"{o}={getattr(c, o)}" for o in varying if not is_num(o)) or opt
+                s = first_below(m["step"], m["test_loss"])
+                series.setdefault(lab, []).append(
+                    (getattr(c, opt), np.nan if s is None else s, np.max(m["test_acc"])))
+        if len({x for pts in series.values() for x, _, _ in pts}) >= 2:
+            out[opt] = (base, series)
+    return out
+
+
+def fmt(values, digits=0):
+    """mean +- std of the values that exist (None: a run that never got there; NaN: a measure the
+    run has not, e.g. attention entropy of the embedding-MLP, or one its cached analysis
+    predates)."""
+    v = [x for x in values if x is not None]
+    if v and np.isnan(v).all():
+        return "-"
+    v = [x for x in v if not np.isnan(x)]
+    return f"{np.mean(v):.{digits}f} +- {np.std(v):.{digits}f}" if v else "not reached"
+
+
+def at(r, key, step=AT):
+    """An analysis measure at `step`, or None if the run has none there."""
+    return float(np.interp(step, r["step"], r[key])) if key in r and r["step"][-1] >= step else None
+
+
+def after_grok(m, key, f, window=1000):
+    """f (max, min) of a logged metric over the `window` steps from the first test acc >= 0.9:
+    slingshots and fluctuations after generalizing (every experiment runs 1000 steps past test
+    loss <= GROK, which comes later)."""
+    g = first_below(m["step"], -m["test_acc"], -0.9)
+    return None if g is None else float(f(m[key][(m["step"] >= g) & (m["step"] <= g + window)]))
+
+
+HEADER = [
+    "configuration", "seeds", "train<=0.01 (mean +- std)", "test<=0.01 (mean +- std)", "reached",
+    "test acc>=0.9 at", "final test acc", "best test acc", "final acc in hole / rest of test",
+    "final acc, test pairs with / without their swap in train",
+    "1000 steps after test acc>=0.9: max train loss / min test acc / share of evals with test "
+    "acc<0.9", "C_Fourier at generalization", f"attn entropy at {AT}", f"SR-train at {AT}",
+    f"eff. rank at {AT}", "eff. rank: peak / at generalization",
+    "rank corr with test loss: MED / eff. rank", "key frequencies"]
+
+
+def summary_row(lab, runs):
+    """One configuration's row of HEADER; runs: [(run, cfg, metrics, analysis), ...]."""
+    ms, rs = [m for _, _, m, _ in runs], [r for _, _, _, r in runs]
+    te = grok_steps(runs)
+    at_grok = lambda k: [at(r, k, g) for r, g in zip(rs, te) if g is not None]
+    both = lambda keys, d: " / ".join(fmt([float(r.get(k, np.nan)) for r in rs], d) for k in keys)
+    slings = (("train_loss", np.max, 2), ("test_acc", np.min, 3),
+              ("test_acc", lambda a: np.mean(a < 0.9), 2))
+    return [lab, " ".join(str(c.seed) for _, c, _, _ in runs),
+            fmt([first_below(m["step"], m["train_loss"]) for m in ms]), fmt(te),
+            f"{sum(x is not None for x in te)}/{len(te)}",
+            fmt([first_below(m["step"], -m["test_acc"], -0.9) for m in ms]),
+            f"{np.mean([m['test_acc'][-1] for m in ms]):.3f}",
+            fmt([float(np.max(m["test_acc"])) for m in ms], 3),
+            both(("hole_acc", "rest_acc"), 3), both(("swap_acc", "noswap_acc"), 3),
+            " / ".join(fmt([after_grok(m, k, f) for m in ms], d) for k, f, d in slings),
+            fmt(at_grok("c_fourier"), 2),
+            *(fmt([at(r, k) for r in rs], 3 if k == "attn_entropy" else 2)
+              for k in ("attn_entropy", "sr_train", "eff_rank")),
+            # Singh et al.: generalization comes with compressible features (low eff. rank)
+            fmt([float(np.max(r["eff_rank"])) for r in rs], 1) + " / "
+            + fmt(at_grok("eff_rank"), 1),
+            " / ".join(f"{np.mean([rank_corr(r[k], r['test_loss']) for r in rs]):.2f}"
+                       for k in ("med", "eff_rank")),
+            "; ".join(str([int(k) for k in r["keys"]]) for r in rs)]
+
+
+def write_summary(root, groups):
+    """runs/summary.csv and runs/summary.md, one row per configuration."""
+    rows = [summary_row(lab, runs) for lab, runs in groups.items()]
+    with open(os.path.join(root, "summary.csv.tmp"), "w", newline="") as f:
+        csv.writer(f).writerows([HEADER] + rows)
+    os.replace(os.path.join(root, "summary.csv.tmp"), os.path.join(root, "summary.csv"))
+    md = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+    md += ["| " + " | ".join(r) + " |" for r in rows]
+    with open(os.path.join(root, "summary.md.tmp"), "w") as f:
+        f.write("\n".join(md) + "\n")
+    os.replace(os.path.join(root, "summary.md.tmp"), os.path.join(root, "summary.md"))
+
+
+# ---------------------------------------------------------------- every run, and the figures
 
 def find_runs(path):
-    if os.path.isdir(os.path.join(path, "ckpt")) or os.path.exists(os.path.join(path, "config.json")):
+    """path if it is a run, else the runs (folders with config.json) right below it."""
+    ckpt, config = os.path.join(path, "ckpt"), os.path.join(path, "config.json")
+    if os.path.isdir(ckpt) or os.path.exists(config):
         return [path]
     return sorted(os.path.dirname(q) for q in glob.glob(os.path.join(path, "*", "config.json")))
 
 
+def cross_run(root, done):
+    """Figures across runs and the summary table; done: {run: (cfg, metrics, analysis)}."""
+    import plots  # matplotlib only when drawing
+    groups, varying = group_runs(done)
+    plots.cross_run_figures(
+        root, {lab: [(m, r) for _, _, m, r in runs] for lab, runs in groups.items()},
+        grok={lab: [s for s in grok_steps(runs) if s is not None] for lab, runs in groups.items()},
+        dots={lab: grok_dot(runs, "c_fourier") for lab, runs in groups.items()},
+        sweeps=sweeps(groups, varying), thr=GROK)
+    write_summary(root, groups)
+
+
 def main(argv=None):
+    import plots  # matplotlib only when drawing
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1 or argv[0].startswith("-"):
         sys.exit(__doc__.strip().splitlines()[0] + "\nusage: python analyze.py RUNS_DIR_OR_RUN")
-    import plots  # matplotlib only when drawing
     root = argv[0]
     if not os.path.isdir(root):
         sys.exit(f"error: {root} is not a folder")
@@ -322,17 +315,19 @@ def main(argv=None):
         print(f"[{i + 1}/{len(runs)}] {run}", flush=True)
         try:
             res = analyse_run(run)
-            cfg = Config.from_dict(load_checkpoint(sorted(glob.glob(os.path.join(run, "ckpt", "step_*.pt")))[-1])["config"])
-            metrics = dict(np.load(os.path.join(run, "metrics.npz")))
+            cfg = Config.from_dict(load_checkpoint(checkpoint_paths(run)[-1])["config"])
+            m = dict(np.load(os.path.join(run, "metrics.npz")))
         except Stop as e:
             print(f"skipped: {e}")
             continue
-        plots.run_figures(run, cfg, metrics, res)
-        done[run] = (cfg, metrics, res)
+        g = first_below(m["step"], m["test_loss"])
+        plots.run_figures(run, m, res, g, phases(m["step"], m["test_loss"]), thr=GROK)
+        done[run] = (cfg, m, res)
     if len(runs) > 1 or root != runs[0]:
-        plots.cross_run_figures(root, done)
+        cross_run(root, done)
     print(f"figures in {root}/figures and each run's figures/")
 
 
 if __name__ == "__main__":
     main()
+

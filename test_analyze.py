@@ -4,6 +4,7 @@ analysis script end to end on a tiny run (bad runs skipped with a one-line messa
 
     python -m pytest -q test_analyze.py
 """
+import ast
 import csv
 import math
 import os
@@ -14,6 +15,7 @@ import torch
 from torch.autograd.functional import hessian
 
 import analyze as A
+import measures as M
 import plots
 from data import make_data
 from model import Config, build_model
@@ -30,59 +32,64 @@ def cosine_embedding(p, k, d=16, seed=0):
 
 def test_fourier_basis_is_orthonormal():
     for p in (23, 24, 113):
-        B = A.fourier_basis(p)
+        B = M.fourier_basis(p)
         torch.testing.assert_close(B @ B.T, torch.eye(p, dtype=torch.float64))
 
 
 def test_pure_cosine_embedding_has_one_key_frequency_and_gini_near_one():
     for k in (1, 5, 11):
         E = cosine_embedding(P, k)
-        norms = A.frequency_norms(E, A.fourier_basis(P))
-        assert A.key_frequencies(norms) == [k]
-        assert A.gini(norms[1:]) > 0.9
-        assert A.c_fourier(E) > 1.0  # the paper: crossing 1 tracks generalization
+        norms = M.frequency_norms(E, M.fourier_basis(P))
+        assert M.key_frequencies(norms) == [k]
+        assert M.gini(norms[1:]) > 0.9
+        assert M.c_fourier(E) > 1.0  # the paper: crossing 1 tracks generalization
 
 
 def test_random_embedding_has_low_gini_and_small_c_fourier():
     E = torch.randn(113, 128, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    norms = A.frequency_norms(E, A.fourier_basis(113))
-    assert A.gini(norms[1:]) < 0.2
-    assert A.c_fourier(E) < 0.1
-    assert A.c_fourier(cosine_embedding(113, 7, d=128)) > 100 * A.c_fourier(E)
+    norms = M.frequency_norms(E, M.fourier_basis(113))
+    assert M.gini(norms[1:]) < 0.2
+    assert M.c_fourier(E) < 0.1
+    assert M.c_fourier(cosine_embedding(113, 7, d=128)) > 100 * M.c_fourier(E)
 
 
 def test_gini_matches_hurley_rickard_by_hand():
-    assert A.gini([0, 0, 0, 1]) == pytest.approx(0.75)  # 2*4/(4*1) - 5/4
-    assert A.gini([1, 1, 1, 1]) == pytest.approx(0.0)
-    assert A.gini([1, 2, 3]) == pytest.approx(2 * (1 + 4 + 9) / (3 * 6) - 4 / 3)
+    assert M.gini([0, 0, 0, 1]) == pytest.approx(0.75)  # 2*4/(4*1) - 5/4
+    assert M.gini([1, 1, 1, 1]) == pytest.approx(0.0)
+    assert M.gini([1, 2, 3]) == pytest.approx(2 * (1 + 4 + 9) / (3 * 6) - 4 / 3)
 
 
 def test_med_of_constant_embedding_is_zero_and_of_a_circle_is_its_chord():
-    assert A.med(torch.ones(P, 8)) == 0
+    assert M.med(torch.ones(P, 8)) == 0
     t = 2 * math.pi * torch.arange(P, dtype=torch.float64) / P
     circle = torch.stack([torch.cos(t), torch.sin(t)], 1)
-    assert A.med(circle) == pytest.approx(2 * math.sin(math.pi / P))
+    assert M.med(circle) == pytest.approx(2 * math.sin(math.pi / P))
 
 
 def fourier_logits(p, keys, scale=8.0):
     a, b, c = torch.meshgrid(torch.arange(p), torch.arange(p), torch.arange(p), indexing="ij")
-    return scale * sum(torch.cos(2 * math.pi * k * (a + b - c).double() / p) for k in keys).reshape(p * p, p)
+    T = sum(torch.cos(2 * math.pi * k * (a + b - c).double() / p) for k in keys)
+    return scale * T.reshape(p * p, p)
 
 
 def test_fourier_algorithm_logits_restricted_and_excluded_loss():
     keys = [3, 7]
     L = fourier_logits(P, keys)
     y = (torch.arange(P * P) // P + torch.arange(P * P) % P) % P
-    L_noisy = L + 0.1 * torch.randn(L.shape, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    g = torch.Generator().manual_seed(0)
+    L_noisy = L + 0.1 * torch.randn(L.shape, generator=g, dtype=torch.float64)
     train = torch.rand(P * P, generator=torch.Generator().manual_seed(1)) < 0.3
-    full = A.ce(L_noisy, y)
-    restricted, excluded = A.restricted_excluded(L_noisy, y, train, P, keys)
+    full = M.ce(L_noisy, y)
+    restricted = M.restricted_loss(L_noisy, y, P, keys)
+    excluded = M.excluded_loss(L_noisy, y, P, keys, train)
     assert restricted <= full + 1e-9  # the noise is removed, the algorithm kept
     assert excluded == pytest.approx(math.log(P), rel=0.1)  # without its frequencies: chance
-    assert A.cos_template_r2(L, P, keys) == pytest.approx(1.0)
-    each, all_keys, but_keys = A.ablations(L, y, P, keys)
-    assert all(e > A.ce(L, y) for e in each) and all_keys == pytest.approx(math.log(P), rel=1e-6)
-    assert but_keys == pytest.approx(A.ce(L, y), rel=1e-9)
+    assert M.cos_template_r2(L, P, keys) == pytest.approx(1.0)
+    # the final-checkpoint ablations: each key frequency removed, all removed, all but them
+    each = [M.excluded_loss(L, y, P, [k]) for k in keys]
+    all_keys, but_keys = M.excluded_loss(L, y, P, keys), M.restricted_loss(L, y, P, keys)
+    assert all(e > M.ce(L, y) for e in each) and all_keys == pytest.approx(math.log(P), rel=1e-6)
+    assert but_keys == pytest.approx(M.ce(L, y), rel=1e-9)
 
 
 def test_rank_corr():
@@ -94,25 +101,28 @@ def test_rank_corr():
 
 def test_uniform_attention_has_entropy_ln_positions():
     w = torch.full((10, 4, 3, 3), 1 / 3)
-    torch.testing.assert_close(A.attention_entropy(w), torch.full((4,), math.log(3), dtype=torch.float64))
+    ln3 = torch.full((4,), math.log(3), dtype=torch.float64)
+    torch.testing.assert_close(M.attention_entropy(w), ln3)
     one_hot = torch.zeros(10, 4, 3, 3)
     one_hot[..., 0] = 1
-    assert A.attention_entropy(one_hot).abs().max() < 1e-12
+    assert M.attention_entropy(one_hot).abs().max() < 1e-12
 
 
 def test_effective_rank_and_spectrum_exponent():
     Q = torch.linalg.qr(torch.randn(200, 16, dtype=torch.float64))[0]
-    assert A.effective_rank(Q) == pytest.approx(16)
-    assert A.effective_rank(Q[:, :1] @ torch.randn(1, 16, dtype=torch.float64)) == pytest.approx(1, abs=1e-6)
+    assert M.effective_rank(Q) == pytest.approx(16)
+    rank_one = Q[:, :1] @ torch.randn(1, 16, dtype=torch.float64)
+    assert M.effective_rank(rank_one) == pytest.approx(1, abs=1e-6)
     i = torch.arange(1, 17, dtype=torch.float64)
     Z = Q * i ** -1.0  # eigenvalues of Z^T Z are i^-2
-    assert A.spectrum_exponent(Z) == pytest.approx(2.0, rel=1e-6)
+    assert M.spectrum_exponent(Z) == pytest.approx(2.0, rel=1e-6)
 
 
 @pytest.mark.filterwarnings("error")  # e.g. vmap falling back to a per-example loop
 @pytest.mark.parametrize("n_layers", [1, 2])
 def test_ntk_equals_explicit_per_example_gradients(n_layers):
-    model = build_model(Config(p=7, d_model=8, n_heads=2, d_mlp=16, n_layers=n_layers, dtype="float64"))
+    cfg = Config(p=7, d_model=8, n_heads=2, d_mlp=16, n_layers=n_layers, dtype="float64")
+    model = build_model(cfg)
     x = torch.tensor([[1, 2, 7], [3, 4, 7], [6, 0, 7]])
     y = torch.tensor([3, 0, 6])
     rows = []
@@ -121,7 +131,7 @@ def test_ntk_equals_explicit_per_example_gradients(n_layers):
         model(xi[None])[0, yi].backward()
         rows.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
     J = torch.stack(rows)
-    torch.testing.assert_close(A.ntk(model, x, y), J @ J.T)
+    torch.testing.assert_close(M.ntk(model, x, y), J @ J.T)
 
 
 def test_hessian_top_eigenvalue_equals_the_explicit_hessian():
@@ -132,18 +142,21 @@ def test_hessian_top_eigenvalue_equals_the_explicit_hessian():
     E0 = model.embed.weight.detach().clone()
 
     def loss(E):
-        return torch.nn.functional.cross_entropy(torch.func.functional_call(model, {"embed.weight": E}, (x,)), y)
+        logits = torch.func.functional_call(model, {"embed.weight": E}, (x,))
+        return torch.nn.functional.cross_entropy(logits, y)
     H = hessian(loss, E0).reshape(E0.numel(), E0.numel())
     top = torch.linalg.eigvalsh(H)
-    lam, _ = A.hessian_top(model, x, y, model.embed.weight, iters=300)
-    expected = top[-1] if top[-1].abs() >= top[0].abs() else top[0]  # power iteration: largest |eig|
+    lam, _ = M.hessian_top(model, x, y, model.embed.weight, iters=300)
+    # power iteration: the eigenvalue largest in magnitude
+    expected = top[-1] if top[-1].abs() >= top[0].abs() else top[0]
     assert lam == pytest.approx(float(expected), rel=1e-4)
 
 
 # ---------------------------------------------------------------- end to end
 
 def tiny_run(root, name, **kw):
-    cfg = Config(**{**dict(p=P, d_model=32, d_mlp=64, frac=0.5, steps=40, eval_every=10, ckpt_every=20), **kw})
+    small = dict(p=P, d_model=32, d_mlp=64, frac=0.5, steps=40, eval_every=10, ckpt_every=20)
+    cfg = Config(**{**small, **kw})
     train(cfg, str(root / name), log=lambda *a: None)
     return root / name
 
@@ -166,32 +179,41 @@ def test_analyze_folder_of_runs_and_skip_bad_ones(tmp_path, capsys):
     r = dict(np.load(tmp_path / "pre_s0" / "analysis.npz"))
     m = np.load(tmp_path / "pre_s0" / "metrics.npz")
     assert list(r["step"]) == [0, 20, 40]
-    np.testing.assert_allclose(r["train_loss"], m["train_loss"][np.isin(m["step"], r["step"])], rtol=1e-5)
-    np.testing.assert_allclose(r["test_loss"], m["test_loss"][np.isin(m["step"], r["step"])], rtol=1e-5)
+    logged = np.isin(m["step"], r["step"])
+    np.testing.assert_allclose(r["train_loss"], m["train_loss"][logged], rtol=1e-5)
+    np.testing.assert_allclose(r["test_loss"], m["test_loss"][logged], rtol=1e-5)
     assert r["ntk_distance"][0] == 0 and r["ntk_distance"][-1] > 0
-    assert r["fourier_embed"].shape == (3, P // 2 + 1) and r["attn_entropy_heads"].shape == (3, 4)
+    assert r["fourier_embed"].shape == (3, P // 2 + 1)
+    assert r["attn_entropy_heads"].shape == (3, 4)
     assert np.isfinite(r["hessian_embed"]).all() == False  # transformer: no Hessian measure
     assert np.isfinite(dict(np.load(tmp_path / "mlp_s0" / "analysis.npz"))["hessian_embed"]).all()
     for f in ("curves", "fourier_embed", "progress", "med_cfourier_entropy", "heatmaps"):
         assert (tmp_path / "pre_s0" / "figures" / f"{f}.png").stat().st_size > 10000
-    for f in ("loss_by_config", "steps_to_generalize", "c_fourier_by_config", "sr_train_by_config", "sweep_lr", "update_norm_by_config"):
+    for f in ("loss_by_config", "steps_to_generalize", "c_fourier_by_config",
+              "sr_train_by_config", "sweep_lr", "update_norm_by_config"):
         assert (tmp_path / "figures" / f"{f}.png").exists()
-    ck = torch.load(hole / "ckpt" / "step_000200.pt", weights_only=True)  # test accuracy in and out of
-    cfg = Config.from_dict(ck["config"])                                   # the hole a, b <= 4, by hand
+    # test accuracy in and out of the hole a, b <= 4, by hand
+    ck = torch.load(hole / "ckpt" / "step_000200.pt", weights_only=True)
+    cfg = Config.from_dict(ck["config"])
     model = build_model(cfg).double()
     model.load_state_dict(ck["model"])
     _, _, x, y = make_data(cfg)
     right, in_hole = model(x).argmax(-1) == y, (x[:, 0] <= 4) & (x[:, 1] <= 4)
     r = dict(np.load(hole / "analysis.npz"))
     assert r["hole_acc"] == pytest.approx(right[in_hole].double().mean().item())
-    assert r["rest_acc"] == pytest.approx(right[~in_hole].double().mean().item()) and r["rest_acc"] > 0.2
-    train = {(int(a), int(b)) for a, b in make_data(cfg)[0][:, :2]}  # test pairs whose swap is a train pair
+    assert r["rest_acc"] == pytest.approx(right[~in_hole].double().mean().item())
+    assert r["rest_acc"] > 0.2
+    # test pairs whose swap is a train pair
+    train = {(int(a), int(b)) for a, b in make_data(cfg)[0][:, :2]}
     swapped = torch.tensor([(int(b), int(a)) in train for a, b in x[:, :2]])
     assert r["swap_acc"] == pytest.approx(right[swapped].double().mean().item())
     assert r["noswap_acc"] == pytest.approx(right[~swapped].double().mean().item())
-    assert r["swap_share"] == pytest.approx(swapped.double().mean().item()) and 0 < r["swap_share"] < 1
+    assert r["swap_share"] == pytest.approx(swapped.double().mean().item())
+    assert 0 < r["swap_share"] < 1
     summary = (tmp_path / "summary.md").read_text()
-    assert "0 1" in summary and "ln=pre" in summary and "ln=off" in summary and "SR-train at 1000" in summary and "acc in hole" in summary and "without their swap" in summary and "test acc>=0.9 at" in summary
+    for s in ("0 1", "ln=pre", "ln=off", "SR-train at 1000", "acc in hole", "without their swap",
+              "test acc>=0.9 at"):
+        assert s in summary
     rows = list(csv.reader(open(tmp_path / "summary.csv")))
     col = rows[0].index("eff. rank: peak / at generalization")
     mlp = [r for r in rows if "model=mlp" in r[0]]
@@ -204,17 +226,18 @@ def test_analyze_folder_of_runs_and_skip_bad_ones(tmp_path, capsys):
 
 
 def test_summary_measures_at_a_common_step():
-    r = dict(step=np.array([0, 500, 1500]), sr_train=np.array([4.0, 2.0, 0.0]), attn_entropy=np.full(3, np.nan))
-    assert plots.at(r, "sr_train", 1000) == 1.0  # linear between checkpoints
-    assert plots.at(r, "sr_train", 2000) is None and plots.at(r, "c_fourier", 0) is None
-    assert plots.fmt([1, 3, None]) == "2 +- 1" and plots.fmt([None]) == "not reached"
-    assert plots.fmt([plots.at(r, "attn_entropy", 0)], 3) == "-"
+    r = dict(step=np.array([0, 500, 1500]), sr_train=np.array([4.0, 2.0, 0.0]),
+             attn_entropy=np.full(3, np.nan))
+    assert A.at(r, "sr_train", 1000) == 1.0  # linear between checkpoints
+    assert A.at(r, "sr_train", 2000) is None and A.at(r, "c_fourier", 0) is None
+    assert A.fmt([1, 3, None]) == "2 +- 1" and A.fmt([None]) == "not reached"
+    assert A.fmt([A.at(r, "attn_entropy", 0)], 3) == "-"
     m = dict(step=np.arange(0, 3000, 500), test_loss=np.array([5, 1, 0.005, 0.5, 0.001, 3]),
              test_acc=np.array([0, 0.5, 0.95, 0.7, 1, 0.2]))
-    assert plots.after_grok(m, "test_acc", np.min) == 0.7  # steps 1000-2000 only
-    assert plots.after_grok(m, "test_loss", np.max, window=2000) == 3
-    assert plots.after_grok(m, "test_acc", lambda a: np.mean(a < 0.9)) == 1 / 3
-    assert plots.after_grok(dict(m, test_acc=np.full(6, 0.8)), "test_acc", np.min) is None
+    assert A.after_grok(m, "test_acc", np.min) == 0.7  # steps 1000-2000 only
+    assert A.after_grok(m, "test_loss", np.max, window=2000) == 3
+    assert A.after_grok(m, "test_acc", lambda a: np.mean(a < 0.9)) == 1 / 3
+    assert A.after_grok(dict(m, test_acc=np.full(6, 0.8)), "test_acc", np.min) is None
 
 
 def test_analyze_bad_argument_is_one_line(tmp_path):
@@ -222,3 +245,67 @@ def test_analyze_bad_argument_is_one_line(tmp_path):
         A.main([str(tmp_path / "nope")])
     with pytest.raises(SystemExit, match="no runs"):
         A.main([str(tmp_path)])
+
+
+# ---------------------------------------------------------------- the registry and the stamp
+
+def test_stamp_follows_the_code_of_the_measures(tmp_path, monkeypatch):
+    ck = tmp_path / "step_000000.pt"
+    ck.write_bytes(b"x")
+    paths = [str(ck)]
+    s = A.stamp(paths)
+    assert A.stamp(paths) == s
+    monkeypatch.setattr(A, "find_runs", lambda path: [])  # code no measure calls
+    monkeypatch.setattr(A, "fmt", lambda values, digits=0: "")
+    assert A.stamp(paths) == s
+    changes = [(M.MEASURES, "med", lambda c: 2 * M.med(c.E)),  # a measure's own code
+               (M.FINAL, "cos_r2", lambda c: 0.0),
+               (M, "med", lambda E: 0.0),  # a function a measure calls
+               (M, "sum_directions", lambda p, keys: None),  # ... through restricted_loss
+               (M, "fourier_basis", lambda p: None),  # ... through the context, run_context
+               (M, "KEY_SHARE", 2.0)]  # a constant, through run_context -> key_frequencies
+    for where, name, new in changes:
+        with monkeypatch.context() as mp:
+            (mp.setitem if isinstance(where, dict) else mp.setattr)(where, name, new)
+            assert A.stamp(paths) != s, name
+        assert A.stamp(paths) == s
+    os.utime(ck, (1, 1))  # and the checkpoints, as before
+    assert A.stamp(paths) != s
+
+
+def embed_max(E):
+    """A new measure: the largest embedding entry."""
+    return float(E.abs().max())
+
+
+def test_a_new_measure_is_one_function_and_one_registry_line(tmp_path, monkeypatch):
+    run = tiny_run(tmp_path, "mlp_s0", model="mlp")
+    before = A.analyse_run(str(run), log=lambda *a: None)
+    monkeypatch.setitem(M.MEASURES, "embed_max", lambda c: embed_max(c.E))
+    monkeypatch.setitem(M.FINAL, "n_keys", lambda c: len(c.keys))
+    logged = []
+    A.analyse_run(str(run), log=logged.append)
+    assert len(logged) == 1  # recomputed: the registry changed
+    r = dict(np.load(run / "analysis.npz"))
+    assert set(r) == set(before) | {"embed_max", "n_keys"} and r["n_keys"] == len(before["keys"])
+    final = torch.load(run / "ckpt" / "step_000040.pt", weights_only=True)["model"]
+    assert r["embed_max"].shape == (3,)
+    assert r["embed_max"][-1] == embed_max(final["embed.weight"][:P].double())
+    for k in set(before) - {"stamp"}:  # and every other key as it was
+        np.testing.assert_allclose(r[k], before[k], rtol=1e-12)
+
+
+def project_imports(path):
+    tree = ast.parse(open(path).read())
+    mods = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    mods |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    here = os.path.dirname(os.path.abspath(A.__file__))
+    return {m for m in mods if os.path.exists(os.path.join(here, f"{m.split('.')[0]}.py"))}
+
+
+def test_imports_run_one_way():
+    """data <- model <- train <- analyze -> plots, and analyze -> measures -> data: plots only
+    draws (matplotlib, numpy, the standard library), the measures know nothing of training."""
+    assert project_imports(plots.__file__) == set()
+    assert project_imports(M.__file__) <= {"data", "model"}
+    assert project_imports(A.__file__) == {"data", "model", "train", "measures", "plots"}

@@ -1,0 +1,322 @@
+"""
+What is measured: the progress measures of the four papers, each defined on plain arrays or on
+the model (and tested on hand-made inputs), and the registries that name them in analysis.npz.
+analyze.py runs them over the checkpoints of a run.
+
+A measure is one function plus one line in a registry: MEASURES (at every checkpoint, stacked
+into one array over the checkpoints) or FINAL (at the final checkpoint only). The line reads
+what it needs from the checkpoint's context c (see the registry below):
+
+    def embed_max(E):                                # the definition, tested on a made-up input
+        return float(E.abs().max())
+    MEASURES = {..., "embed_max": lambda c: embed_max(c.E)}   # its key in analysis.npz
+
+A change of a measure's code, or of any function of this project or constant it calls, makes
+analyze.py recompute the runs.
+"""
+import math
+import types
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch.func import functional_call, grad, vmap
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from data import all_pairs, hole_mask, train_mask
+
+KEY_SHARE = 3.0   # k is a key frequency if its share of W_E's Fourier norm^2 is >= KEY_SHARE / K
+N_NTK = 64        # fixed train examples for the empirical NTK
+N_ATTN = 1024     # fixed pairs for attention entropy (full forward over all positions)
+N_NEURONS = 4     # MLP neurons drawn as (a, b) heatmaps
+
+
+# ---------------------------------------------------------------- measures on plain arrays
+
+def fourier_basis(p):
+    """Orthonormal (p, p) basis over Z_p: rows 1, cos(w_1 x), sin(w_1 x), cos(w_2 x), ..."""
+    x = torch.arange(p, dtype=torch.float64)
+    rows = [torch.ones(p)]
+    for k in range(1, p // 2 + 1):
+        rows += [torch.cos(2 * math.pi * k * x / p), torch.sin(2 * math.pi * k * x / p)]
+    B = torch.stack(rows[:p]).double()
+    return B / B.norm(dim=1, keepdim=True)
+
+
+def frequency_norms(W, B):
+    """Norm of each frequency's component of W (p, d) over its first axis: (1 + p//2,),
+    index 0 the constant, index k the cos and sin of frequency k together."""
+    c = (B @ W.double()).pow(2).sum(1)
+    out = torch.zeros(B.shape[0] // 2 + 1, dtype=torch.float64)
+    out[0] = c[0]
+    out.index_add_(0, (torch.arange(1, len(c)) + 1) // 2, c[1:])
+    return out.sqrt()
+
+
+def key_frequencies(norms):
+    """Frequencies whose share of the non-constant squared norm is >= KEY_SHARE / K."""
+    share = norms[1:] ** 2 / (norms[1:] ** 2).sum()
+    return (torch.nonzero(share >= KEY_SHARE / len(share)).flatten() + 1).tolist()
+
+
+def gini(x):
+    """Hurley and Rickard: sort ascending, 2 sum_k k x_k / (N sum x) - (N+1)/N. 1 = sparse."""
+    x = torch.sort(torch.as_tensor(x, dtype=torch.float64).flatten()).values
+    n = len(x)
+    return float(2 * (torch.arange(1, n + 1) * x).sum() / (n * x.sum()) - (n + 1) / n)
+
+
+def c_fourier(E):
+    """Singh et al.: W~ = |rfft(E, tokens)|^T (d, p//2+1); between-frequency variance of the
+    column means over the mean within-column squared deviation."""
+    Wt = torch.fft.rfft(E.double(), dim=0).abs().T
+    mu = Wt.mean(0)
+    return float(mu.var(unbiased=False) / (((Wt - mu) ** 2).mean() + 1e-8))
+
+
+def med(E):
+    """Gu et al.'s mean embedding difference (1/p) sum_i ||phi(i+1) - phi(i)||, cyclic."""
+    return float((torch.roll(E, -1, 0) - E).double().norm(dim=1).mean())
+
+
+def attention_entropy(w):
+    """w (N, heads, queries, keys) -> per-head -sum w log w averaged over examples and queries."""
+    w = w.double().clamp_min(1e-30)
+    return (-(w * w.log()).sum(-1)).mean((0, 2))
+
+
+def spectrum(Z):
+    """Eigenvalues of Z^T Z, descending, normalised to sum 1."""
+    ev = torch.linalg.eigvalsh(Z.double().T @ Z.double()).flip(0).clamp_min(0)
+    return ev / ev.sum()
+
+
+def effective_rank(Z):
+    q = spectrum(Z)
+    q = q[q > 0]
+    return float(torch.exp(-(q * q.log()).sum()))
+
+
+def spectrum_exponent(Z):
+    """beta of a plain least-squares fit log lambda_i = c - beta log i over the top half."""
+    q = spectrum(Z)
+    n = max(2, len(q) // 2)
+    i = torch.arange(1, n + 1, dtype=torch.float64)
+    lam = q[:n].clamp_min(1e-300)
+    A = torch.stack([torch.ones(n, dtype=torch.float64), -i.log()], 1)
+    return float(torch.linalg.lstsq(A, lam.log().unsqueeze(1)).solution[1])
+
+
+def sum_directions(p, keys):
+    """Orthonormal columns over all pairs (p*p,) spanned by 1, cos(w_k(a+b)), sin(w_k(a+b))."""
+    a, b = torch.meshgrid(torch.arange(p), torch.arange(p), indexing="ij")
+    s = (a + b).flatten().double()
+    cols = [torch.ones(p * p, dtype=torch.float64)]
+    for k in keys:
+        cols += [torch.cos(2 * math.pi * k * s / p), torch.sin(2 * math.pi * k * s / p)]
+    U = torch.stack(cols, 1)
+    return U / U.norm(dim=0)
+
+
+def project(L, U):
+    return U @ (U.T @ L)
+
+
+def ce(logits, y):
+    return float(F.cross_entropy(logits, y))
+
+
+def restricted_loss(L, y, p, keys):
+    """Nanda et al.: L (p*p, p) logits over all pairs, kept to the constant and the key
+    directions cos/sin(w_k(a+b)); loss on all pairs."""
+    return ce(project(L, sum_directions(p, keys)), y)
+
+
+def excluded_loss(L, y, p, keys, on=None):
+    """Nanda et al.: L (p*p, p) logits over all pairs with exactly the key directions removed;
+    loss on the pairs `on` (a mask; None: all pairs)."""
+    X = L - project(L, sum_directions(p, keys)[:, 1:])
+    return ce(X, y) if on is None else ce(X[on], y[on])
+
+
+def cos_template_r2(L, p, keys):
+    """Fraction of the variance of the logits (centred per pair) explained by the best multiple
+    of sum_k cos(w_k(a+b-c))."""
+    a, b, c = torch.meshgrid(torch.arange(p), torch.arange(p), torch.arange(p), indexing="ij")
+    T = sum(torch.cos(2 * math.pi * k * (a + b - c).double() / p) for k in keys).reshape(p * p, p)
+    Lc = L - L.mean(1, keepdim=True)
+    Tc = T - T.mean(1, keepdim=True)
+    return float((Lc * Tc).sum() ** 2 / ((Tc ** 2).sum() * (Lc ** 2).sum()))
+
+
+# ---------------------------------------------------------------- measures that need the model
+
+def embedding(model, cfg):
+    """Operand-token embeddings (p, d); for the one-hot MLP the first layer's columns of a."""
+    if hasattr(model, "embed"):
+        return model.embed.weight[:cfg.p]
+    return model.fc1.weight[:, :cfg.p].T
+
+
+def neuron_logit_map(model, cfg):
+    """W_L (p classes, d_mlp): logits as a linear function of the MLP neurons."""
+    if cfg.model == "transformer":
+        return (model.unembed.T @ model.blocks[-1].fc2.weight)[:cfg.p]
+    return model.readout.weight[:cfg.p]
+
+
+def ntk(model, x, y):
+    """Empirical NTK K = J J^T of the correct-class logit on fixed examples (per-example grads)."""
+    params = {k: v.detach() for k, v in model.named_parameters()}
+
+    def f(prm, xi, yi):
+        return functional_call(model, prm, (xi[None],))[0].gather(0, yi[None])[0]
+    with sdpa_kernel(SDPBackend.MATH):  # batchable attention for deeper models, as in Stacked
+        J = vmap(grad(f), in_dims=(None, 0, 0))(params, x, y)
+    J = torch.cat([j.flatten(1) for j in J.values()], 1).double()
+    return J @ J.T
+
+
+def hessian_top(model, x, y, block, v0=None, iters=10):
+    """Top eigenvalue of the train-loss Hessian restricted to one parameter block, by power
+    iteration on Hessian-vector products (AlQuabeh et al.). Returns (eigenvalue, vector)."""
+    loss = F.cross_entropy(model(x).double(), y)
+    g = torch.autograd.grad(loss, block, create_graph=True)[0]
+    v = torch.randn_like(block) if v0 is None else v0.clone()
+    lam = 0.0
+    for _ in range(iters):
+        v = v / v.norm()
+        hv = torch.autograd.grad(g, block, v, retain_graph=True)[0]
+        lam = float((hv * v).sum())
+        v = hv
+    return lam, v / v.norm()
+
+
+# ---------------------------------------------------------------- the context
+
+def run_context(cfg, model, final):
+    """What every checkpoint of a run shares: the grid of pairs and its split, fixed example
+    sets, the Fourier basis, and the key frequencies of the final checkpoint, held fixed over
+    the run (Nanda et al.)."""
+    x, y, valid = all_pairs(cfg)  # the whole grid, row a*p + b
+    train = train_mask(cfg, valid)
+    g = torch.Generator().manual_seed(0)
+    ntk_idx = torch.nonzero(train).flatten()[torch.randperm(int(train.sum()), generator=g)[:N_NTK]]
+    attn_idx = torch.randperm(cfg.p * cfg.p, generator=g)[:N_ATTN]
+    B = fourier_basis(cfg.p)
+    model.load_state_dict(final["model"])
+    keys = key_frequencies(frequency_norms(embedding(model, cfg).detach(), B))
+    # the Fourier-algorithm measures use the directions of a+b
+    return types.SimpleNamespace(cfg=cfg, p=cfg.p, is_add=cfg.op == "add", x=x, y=y, valid=valid,
+                                 train=train, test=valid & ~train, ntk_idx=ntk_idx,
+                                 attn_idx=attn_idx, B=B, keys=keys, memo={})
+
+
+def load_checkpoint_into(c, model, ck):
+    """c at checkpoint ck: the model in float64 and one forward over every pair."""
+    model.load_state_dict(ck["model"])
+    c.model, c.step, c.cache = model.double(), ck["step"], {}
+    c.logits = c.model(c.x, cache=c.cache).double()
+    c.L = c.logits[:, :c.p]
+    c.E = embedding(c.model, c.cfg)
+
+
+# ---------------------------------------------------------------- the registry
+# A measure is a function of the context c of one checkpoint: c.model (float64, at the
+# checkpoint), c.cfg, c.p, c.step; c.x, c.y every pair [a, b, '='] (row a*p + b) and its label;
+# masks c.train, c.test, c.valid; c.logits (one forward over every pair), c.L its first p
+# classes, c.cache that forward's cache; c.E the embedding, c.B the Fourier basis, c.keys the
+# key frequencies, c.is_add; fixed example sets c.ntk_idx, c.attn_idx; and c.memo, a dict kept
+# over the run's checkpoints (for state such as the NTK at the first checkpoint). It returns a
+# number or an array of one shape at every checkpoint.
+
+def attn_entropy_heads(c):
+    """Per head, over all 3 query positions of N_ATTN fixed pairs; transformer only."""
+    if c.cfg.model != "transformer":
+        return np.full(1, np.nan)
+    c2 = {}
+    c.model.residuals(c.x[c.attn_idx], cache=c2)  # all 3 queries
+    return attention_entropy(c2["attn"][0]).numpy()
+
+
+def ntk_distance(c):
+    """||K_t - K_0|| / ||K_0||, K_0 the NTK at the run's first checkpoint."""
+    with torch.enable_grad():
+        K = ntk(c.model, c.x[c.ntk_idx], c.y[c.ntk_idx])
+    K0 = c.memo.setdefault("ntk_0", K)
+    return float((K - K0).norm() / K0.norm())
+
+
+def hessian(c, block):
+    """The embedding-MLP's (the paper's) top Hessian eigenvalue for one parameter block,
+    warm-started from the previous checkpoint's eigenvector."""
+    if c.cfg.model != "mlp" or c.cfg.embed != "learned":
+        return np.nan
+    with torch.enable_grad():
+        lam, c.memo[block] = hessian_top(c.model, c.x[c.train], c.y[c.train],
+                                         c.model.get_parameter(block), c.memo.get(block))
+    return lam
+
+
+MEASURES = {  # name in analysis.npz -> function of the checkpoint's context
+    "step": lambda c: c.step,
+    "train_loss": lambda c: ce(c.logits[c.train], c.y[c.train]),
+    "test_loss": lambda c: ce(c.logits[c.test], c.y[c.test]),
+    "restricted_loss": lambda c: restricted_loss(c.L, c.y, c.p, c.keys) if c.is_add else np.nan,
+    "excluded_loss": lambda c: (excluded_loss(c.L, c.y, c.p, c.keys, c.train) if c.is_add
+                                else np.nan),
+    "gini_embed": lambda c: gini(frequency_norms(c.E, c.B)[1:]),
+    "gini_logit": lambda c: gini(frequency_norms(neuron_logit_map(c.model, c.cfg), c.B)[1:]),
+    "c_fourier": lambda c: c_fourier(c.E),
+    "med": lambda c: med(c.E),
+    "attn_entropy": lambda c: float(np.mean(attn_entropy_heads(c))),
+    "attn_entropy_heads": attn_entropy_heads,
+    "sr_train": lambda c: ce(c.model(c.x[c.train], scale_free=True).double(), c.y[c.train]),
+    "eff_rank": lambda c: effective_rank(c.cache["resid"][c.test]),
+    "spectrum_exponent": lambda c: spectrum_exponent(c.cache["resid"][c.test]),
+    "ntk_distance": ntk_distance,
+    "weight_norm": lambda c: sum(float((q ** 2).sum()) for q in c.model.parameters()),
+    "hessian_embed": lambda c: hessian(c, "embed.weight"),
+    "hessian_fc1": lambda c: hessian(c, "fc1.weight"),
+    "fourier_embed": lambda c: frequency_norms(c.E, c.B).numpy(),
+    "fourier_logit": lambda c: frequency_norms(neuron_logit_map(c.model, c.cfg), c.B).numpy(),
+}
+
+
+def accuracy(c, mask):
+    return float((c.logits.argmax(-1) == c.y)[mask].double().mean()) if mask.any() else np.nan
+
+
+def swapped(c):
+    """Gu et al. (a^2+ab+b^2): a symmetric op can be answered on (a, b) by memorizing (b, a);
+    the test pairs whose swap is a training pair."""
+    return c.train.view(c.p, c.p).T.reshape(-1) & c.test
+
+
+def top_neurons(c):
+    return c.cache["mlp_act"].reshape(c.p * c.p, -1).var(0).argsort(descending=True)[:N_NEURONS]
+
+
+FINAL = {  # at the final checkpoint only: name -> function of its context (None: no such key)
+    "keys": lambda c: np.array(c.keys, dtype=int),
+    # loss over all pairs with each key frequency removed, all removed, all but them removed
+    "ablate_each": lambda c: (np.array([excluded_loss(c.L, c.y, c.p, [k]) for k in c.keys])
+                              if c.is_add else np.zeros(0)),
+    "ablate_keys": lambda c: excluded_loss(c.L, c.y, c.p, c.keys) if c.is_add else np.nan,
+    "ablate_all_but_keys": lambda c: (restricted_loss(c.L, c.y, c.p, c.keys) if c.is_add
+                                      else np.nan),
+    "cos_r2": lambda c: cos_template_r2(c.L, c.p, c.keys) if c.keys and c.is_add else np.nan,
+    "final_neurons": lambda c: (c.cache["mlp_act"].reshape(c.p, c.p, -1)[:, :, top_neurons(c)]
+                                .permute(2, 0, 1).numpy()),
+    "neuron_ids": lambda c: top_neurons(c).numpy(),
+    "final_loss": lambda c: ce(c.L[c.valid], c.y[c.valid]),
+    # Gu et al.: is the dug-out region learned, or only the rest?
+    "hole_acc": lambda c: accuracy(c, hole_mask(c.cfg) & c.valid),
+    "rest_acc": lambda c: accuracy(c, c.test & ~hole_mask(c.cfg)),
+    "swap_acc": lambda c: accuracy(c, swapped(c)),
+    "noswap_acc": lambda c: accuracy(c, c.test & ~swapped(c)),
+    "swap_share": lambda c: float(swapped(c).sum() / c.test.sum()),
+    # each head's attention from '=' to a, over (a, b)
+    "final_attn_a": lambda c: (c.cache["attn"][0][:, :, -1, 0].T.reshape(-1, c.p, c.p).numpy()
+                               if c.cfg.model == "transformer" else None),
+}
