@@ -24,7 +24,8 @@ import torch
 
 from model import Config, build_model
 from data import Stop, all_pairs
-from train import GROK, first_below, load_checkpoint, save_atomic
+from data import load_checkpoint, save_atomic
+from train import GROK, first_below
 from measures import FINAL, MEASURES, load_checkpoint_into, run_context
 
 HERE = os.path.dirname(os.path.abspath(__file__))

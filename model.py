@@ -213,7 +213,7 @@ class Block(nn.Module):
         self.attn = Attention(cfg.d_model, cfg.n_heads)
         self.fc1 = nn.Linear(cfg.d_model, cfg.d_mlp)
         self.fc2 = nn.Linear(cfg.d_mlp, cfg.d_model)
-        if cfg.ln != "off":  # both norms exist (trained, decayed) whenever LN is on, as Singh et al.
+        if cfg.ln != "off":  # both norms exist (trained, decayed) whenever LN is on, as Singh
             self.ln1, self.ln2 = make_norm(cfg), make_norm(cfg)
 
     def forward(self, x, mask=None, cache=None, scale_free=False, last_only=False):

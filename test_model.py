@@ -276,7 +276,8 @@ def test_embed_mlp_variants():
     cache = {}
     onehot(x, cache=cache)
     pre = W[:, x[:, 0]].T + W[:, 23 + x[:, 1]].T + b
-    torch.testing.assert_close(cache["mlp_act"], torch.relu(pre) if onehot.cfg.act == "relu" else torch.nn.functional.gelu(pre))
+    act = torch.relu if onehot.cfg.act == "relu" else torch.nn.functional.gelu
+    torch.testing.assert_close(cache["mlp_act"], act(pre))
 
 
 def test_alpha_scales_logits_and_sr_train_removes_feature_norm():
@@ -312,7 +313,8 @@ def test_random_split_sizes_disjoint_and_labels():
     assert torch.equal(ytr, (xtr[:, 0] + xtr[:, 1]) % 113)
 
 
-@pytest.mark.parametrize("op,f", [("sub", lambda a, b, p: (a - b) % p), ("mul", lambda a, b, p: a * b % p),
+@pytest.mark.parametrize("op,f", [("sub", lambda a, b, p: (a - b) % p),
+                                  ("mul", lambda a, b, p: a * b % p),
                                   ("div", lambda a, b, p: a * pow(b, p - 2, p) % p),
                                   ("a2+b2", lambda a, b, p: (a * a + b * b) % p),
                                   ("a2+ab+b2", lambda a, b, p: (a * a + a * b + b * b) % p),
@@ -330,7 +332,8 @@ def test_ops_labels(op, f):
 def test_dug_out_region_is_all_in_test(split, hole):
     cfg = Config(split=split, hole=hole)
     xtr, _, xte, _ = make_data(cfg)
-    in_hole = (lambda a, b: (a <= hole) & (b <= hole)) if split == "square" else (lambda a, b: a <= hole)
+    in_hole = (lambda a, b: (a <= hole) & (b <= hole)) if split == "square" else \
+        (lambda a, b: a <= hole)
     assert not in_hole(xtr[:, 0], xtr[:, 1]).any()
     n_hole = (hole + 1) ** 2 if split == "square" else (hole + 1) * 113
     assert in_hole(xte[:, 0], xte[:, 1]).sum() == n_hole
@@ -352,4 +355,5 @@ def test_balanced_split_counts_are_even():
 def test_seed_and_data_seed():
     a, b = make_data(Config(seed=1))[0], make_data(Config(seed=2))[0]
     assert not torch.equal(a, b)
-    assert torch.equal(make_data(Config(seed=1, data_seed=5))[0], make_data(Config(seed=2, data_seed=5))[0])
+    assert torch.equal(make_data(Config(seed=1, data_seed=5))[0],
+                       make_data(Config(seed=2, data_seed=5))[0])

@@ -6,12 +6,10 @@ scripts list valid runs.
     python -m pytest -q test_train.py
 """
 import os
-import re
 import signal
 import subprocess
 import sys
 import time
-import warnings
 
 import numpy as np
 import pytest
@@ -21,7 +19,6 @@ import train as train_module
 from data import Stop, make_data
 from model import Config, LN_PLACEMENTS, build_model
 from train import AdamW, load_checkpoint, main, parse_args, train
-from bench import main as bench_main
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SMALL = dict(p=23, d_model=32, n_heads=4, d_mlp=64, frac=0.5, eval_every=5, ckpt_every=10)
@@ -49,7 +46,8 @@ def small_cfg(**kw):
     (["--emb-lr-ratio", "fast"], "--emb-lr-ratio"),
     (["--hole", "3"], "--hole needs --split"),
     (["--device", "tpu"], "unknown --device"),
-    (["--preset", "alquabeh", "--embed", "onehot", "--emb-lr-ratio", "auto"], "needs learned embeddings"),
+    (["--preset", "alquabeh", "--embed", "onehot", "--emb-lr-ratio", "auto"],
+     "needs learned embeddings"),
 ])
 def test_bad_input_is_refused(argv, msg, tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
@@ -65,7 +63,8 @@ def test_bad_input_from_the_shell_is_one_line(tmp_path):
 
 
 def test_resume_refuses_missing_corrupt_and_different(tmp_path):
-    args = ["--p", "23", "--d-model", "32", "--d-mlp", "64", "--steps", "10", "--out", str(tmp_path), "--name", "r"]
+    args = ["--p", "23", "--d-model", "32", "--d-mlp", "64", "--steps", "10", "--out",
+            str(tmp_path), "--name", "r"]
     with pytest.raises(SystemExit, match="missing checkpoint"):
         main(args + ["--resume"])
     main(args)
@@ -80,7 +79,8 @@ def test_resume_refuses_missing_corrupt_and_different(tmp_path):
 
 
 def test_resume_may_extend_steps_under_the_default_name(tmp_path):
-    args = ["--p", "23", "--d-model", "32", "--d-mlp", "64", "--eval-every", "5", "--out", str(tmp_path)]
+    args = ["--p", "23", "--d-model", "32", "--d-mlp", "64", "--eval-every", "5", "--out",
+            str(tmp_path)]
     with pytest.raises(SystemExit, match="missing checkpoint"):
         main(args + ["--steps", "10", "--resume"])
     assert not tmp_path.exists() or not os.listdir(tmp_path)  # a refused --resume leaves no folder
@@ -171,9 +171,11 @@ def test_adamw_runs_of_a_stack_take_their_own_lr_and_wd():
 
 
 def test_ctrl_c_saves_a_run_that_resume_finishes(tmp_path):
-    args = [sys.executable, "train.py", "--p", "23", "--d-model", "32", "--d-mlp", "64", "--steps", "100000",
-            "--out", str(tmp_path), "--name", "r", "--eval-every", "5", "--ckpt-every", "1000", "--device", "cpu"]
-    proc = subprocess.Popen(args, cwd=HERE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    args = [sys.executable, "train.py", "--p", "23", "--d-model", "32", "--d-mlp", "64",
+            "--steps", "100000", "--out", str(tmp_path), "--name", "r", "--eval-every", "5",
+            "--ckpt-every", "1000", "--device", "cpu"]
+    proc = subprocess.Popen(args, cwd=HERE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
     deadline = time.time() + 60
     while not os.path.exists(tmp_path / "r" / "ckpt" / "step_000000.pt") and time.time() < deadline:
         time.sleep(0.2)
@@ -197,7 +199,8 @@ def test_ctrl_c_saves_a_run_that_resume_finishes(tmp_path):
 
 def test_nan_stops_and_keeps_the_last_good_checkpoint(tmp_path):
     logs = []
-    train(small_cfg(steps=200, lr=1e30, eps=1e-30, eval_every=1), str(tmp_path / "r"), log=logs.append)
+    train(small_cfg(steps=200, lr=1e30, eps=1e-30, eval_every=1), str(tmp_path / "r"),
+          log=logs.append)
     assert any("error: train loss is nan" in s or "error: train loss is inf" in s for s in logs)
     ck = load_checkpoint(str(tmp_path / "r" / "resume.pt"))
     assert all(torch.isfinite(v).all() for v in ck["model"].values())
@@ -211,7 +214,8 @@ def test_every_ln_placement_trains(ln, tmp_path):
     assert m["train_loss"][-1] < 0.8 * m["train_loss"][0]
 
 
-@pytest.mark.parametrize("kw", [dict(model="mlp"), dict(model="mlp", embed="onehot"), dict(init="nanda", ln="off", causal=True, act="relu", warmup=10)])
+@pytest.mark.parametrize("kw", [dict(model="mlp"), dict(model="mlp", embed="onehot"),
+                                dict(init="nanda", ln="off", causal=True, act="relu", warmup=10)])
 def test_other_families_train(kw, tmp_path):
     m = train(small_cfg(steps=100, lr=3e-3, **kw), str(tmp_path / "r"), log=quiet)
     assert m["train_loss"][-1] < 0.8 * m["train_loss"][0]
@@ -240,57 +244,9 @@ def test_a_small_config_really_groks(tmp_path):
 # ---------------------------------------------------------------- several runs, batched
 
 # three LN placements too: pre uses both LNs, attn-pre not the MLP's, mlp-pre not attention's
-BATCHED = (dict(seed=0), dict(seed=1, lr=3e-3, fix_wd=True, alpha=2.0, emb_lr_ratio="10", ln="attn-pre"),
+BATCHED = (dict(seed=0),
+           dict(seed=1, lr=3e-3, fix_wd=True, alpha=2.0, emb_lr_ratio="10", ln="attn-pre"),
            dict(seed=2, op="a2+ab+b2", wd=0.3, alpha_lr=True, ln="mlp-pre"))
-
-
-@pytest.mark.parametrize("device", DEVICES)
-def test_batched_runs_equal_separate_runs_and_resume(device, tmp_path):
-    cfgs = [small_cfg(steps=30, **kw) for kw in BATCHED]
-    dirs = [str(tmp_path / f"b{r}") for r in range(3)]
-    batched = train(cfgs, dirs, device, log=quiet)
-    for r, cfg in enumerate(cfgs):
-        alone = train(cfg, str(tmp_path / f"s{r}"), device, log=quiet)
-        for k in ("train_loss", "test_loss", "train_acc", "weight_norm", "update_norm"):
-            np.testing.assert_allclose(batched[r][k], alone[k], rtol=1e-4, atol=1e-6, err_msg=k)
-        a = torch.load(tmp_path / f"b{r}" / "ckpt" / "step_000030.pt", weights_only=True)["model"]
-        b = torch.load(tmp_path / f"s{r}" / "ckpt" / "step_000030.pt", weights_only=True)["model"]
-        assert a.keys() == b.keys()
-        for n in a:
-            torch.testing.assert_close(a[n], b[n], rtol=1e-4, atol=1e-5)
-        ck = torch.load(tmp_path / f"b{r}" / "resume.pt", weights_only=True)  # this run's state only
-        for t in [*ck["model"].values(), *(v for st in ck["optim"]["state"].values() for v in st.values())]:
-            assert t.untyped_storage().nbytes() == t.numel() * t.element_size()
-    half = [str(tmp_path / f"h{r}") for r in range(3)]
-    train([small_cfg(steps=20, **kw) for kw in BATCHED], half, device, log=quiet)
-    resumed = train(cfgs, half, device, resume=True, log=quiet)
-    for r in range(3):
-        np.testing.assert_array_equal(resumed[r]["test_loss"], batched[r]["test_loss"])
-
-
-@pytest.mark.skipif("cuda" not in DEVICES, reason="host synchronisation is a GPU matter; CI has no GPU")
-def test_no_host_synchronisation_in_the_step_but_at_evaluation(tmp_path):
-    def syncs(steps):  # evaluations at step 0 and at the end only: the same count for any steps
-        cfgs = [small_cfg(steps=steps, eval_every=1000, ckpt_every=1000, **kw) for kw in BATCHED]
-        torch.cuda.set_sync_debug_mode("warn")  # CUDA warns at every synchronising call
-        try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                train(cfgs, [str(tmp_path / f"{steps}_{r}") for r in range(3)], "cuda", log=quiet)
-        finally:
-            torch.cuda.set_sync_debug_mode(0)
-        return sum("synchroniz" in str(w.message) for w in caught)
-    few = syncs(10)
-    assert few > 0 and syncs(40) == few  # > 0: the count sees the evaluations' synchronisations
-
-
-@pytest.mark.skipif("cuda" not in DEVICES, reason="compares the GPU path with the CPU; CI has no GPU")
-@pytest.mark.parametrize("kw", [dict(), dict(init="nanda", ln="off", causal=True, act="relu", warmup=10),
-                                dict(model="mlp", emb_lr_ratio="auto")])  # graphed from step 1 / 10; never
-def test_gpu_run_equals_cpu_run(kw, tmp_path):
-    runs = {dev: train(small_cfg(steps=40, **kw), str(tmp_path / dev), dev, log=quiet) for dev in ("cpu", "cuda")}
-    for k in ("train_loss", "test_loss", "weight_norm", "update_norm"):
-        np.testing.assert_allclose(runs["cuda"][k], runs["cpu"][k], rtol=1e-4, atol=1e-6, err_msg=k)
 
 
 def test_batched_runs_are_every_combination_and_share_shape(tmp_path):
@@ -298,20 +254,24 @@ def test_batched_runs_are_every_combination_and_share_shape(tmp_path):
     assert [(c.seed, c.lr) for c in cfgs] == [(0, 1e-3), (0, 3e-3), (1, 1e-3), (1, 3e-3)]
     assert len(set(names)) == 4
     cfgs, _, _ = parse_args(["--ln", "pre", "mlp-pre", "--seed", "0", "1"])
-    assert [(c.ln, c.seed) for c in cfgs] == [("pre", 0), ("pre", 1), ("mlp-pre", 0), ("mlp-pre", 1)]
+    assert [(c.ln, c.seed) for c in cfgs] == [("pre", 0), ("pre", 1), ("mlp-pre", 0),
+                                              ("mlp-pre", 1)]
     with pytest.raises(Stop, match="not d_mlp"):
-        train([small_cfg(), small_cfg(d_mlp=48)], [str(tmp_path / "a"), str(tmp_path / "b")], log=quiet)
+        train([small_cfg(), small_cfg(d_mlp=48)], [str(tmp_path / "a"), str(tmp_path / "b")],
+              log=quiet)
     with pytest.raises(Stop, match="train --ln off .no LayerNorm. on its own"):
-        train([small_cfg(), small_cfg(ln="off")], [str(tmp_path / "a"), str(tmp_path / "b")], log=quiet)
+        train([small_cfg(), small_cfg(ln="off")], [str(tmp_path / "a"), str(tmp_path / "b")],
+              log=quiet)
     with pytest.raises(SystemExit, match="--name names one run"):
         main(["--seed", "0", "1", "--name", "x", "--out", str(tmp_path)])
 
 
-@pytest.mark.parametrize("script", sorted(f for f in os.listdir(os.path.join(HERE, "experiments")) if f != "jobs.sh"))
+@pytest.mark.parametrize("script", sorted(f for f in os.listdir(os.path.join(HERE, "experiments"))
+                                           if f != "jobs.sh"))
 def test_experiment_scripts_list_valid_distinct_runs(script):
     def runs(mode):  # the run folders that the commands `script mode` prints would write
-        out = subprocess.run(["bash", os.path.join(HERE, "experiments", script), mode], capture_output=True,
-                             text=True, check=True).stdout.splitlines()
+        out = subprocess.run(["bash", os.path.join(HERE, "experiments", script), mode],
+                             capture_output=True, text=True, check=True).stdout.splitlines()
         assert out[-1].startswith("python analyze.py ")
         names = []
         for line in out[:-1]:
@@ -324,55 +284,6 @@ def test_experiment_scripts_list_valid_distinct_runs(script):
     names = runs("--list")
     assert names and len(set(names)) == len(names)  # no two jobs write one folder
     assert sorted(runs("--batched")) == sorted(names)  # the batched commands train the same runs
-
-
-@pytest.mark.parametrize("argv,msg", [(["--device", "tpu"], "unknown --device"), (["--ln", "mid"], "unknown --ln"),
-                                      (["--runs", "0"], "--runs"), (["--steps", "0"], "--steps"),
-                                      (["--ln", "off", "pre"], "train --ln off .no LayerNorm. on its own")])
-def test_bench_refuses_bad_input(argv, msg):
-    with pytest.raises(SystemExit, match=msg):
-        bench_main(argv)
-
-
-@pytest.mark.parametrize("n_layers,ln", [("1", ["pre"]), ("2", ["pre", "mlp-pre"])])  # 2 runs, 2 placements
-def test_bench_times_every_variant(n_layers, ln):
-    out = subprocess.run([sys.executable, os.path.join(HERE, "bench.py"), "--steps", "1", "--n-layers", n_layers,
-                          "--runs", "1", "2", "--ln", *ln], capture_output=True, text=True, check=True).stdout
-    for name in ("straightforward + test forward", "straightforward ", "this project "):
-        assert re.search(re.escape(name) + r"\s+[0-9.]+ ms/step", out), out
-    assert re.search(r"useful GFLOP per step = [0-9]+ GFLOP/s; large fp32 matmul: [0-9]+ GFLOP/s", out), out
-    assert (re.search(r"its per-example matmuls alone: [0-9.]+ ms \(a step 5x faster than the straightforward one: [0-9.]+ ms\)", out)
-            is not None) == (n_layers == "1"), out
-    for R in (1, 2):
-        assert re.search(rf"{R} runs batched \(train.py's step\)\s+[0-9.]+ ms/step =\s+[0-9]+ model-steps/s", out), out
-
-
-# 40 MB blocks: glibc adapts its own mmap threshold only up to 32 MB, so by default every such
-# block is mapped afresh and faulted in page by page (10240 faults); once tune_cpu has run, a
-# freed block stays in the heap, and after the heap has grown to fit the pattern (a few blocks)
-# new ones reuse it. (The training step's own faults vary from step to step and machine to
-# machine, and so does what they cost; bench.py measures the step.)
-FAULTS = """
-import resource, sys, torch
-sys.path.insert(0, {here!r})
-from train import tune_cpu
-def faults(n=5):
-    f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    for _ in range(n):
-        torch.ones(10 << 20)
-    return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0) / n
-before = faults()
-tune_cpu()
-faults(20)  # the heap grows to fit
-print(before, faults())
-"""
-
-
-@pytest.mark.skipif(sys.platform != "linux", reason="glibc's malloc settings")
-def test_tune_cpu_keeps_freed_memory_in_the_heap():
-    out = subprocess.run([sys.executable, "-c", FAULTS.format(here=HERE)], capture_output=True, text=True, check=True)
-    before, after = map(float, out.stdout.split())
-    assert after < before / 10, (before, after)
 
 
 # ---------------------------------------------------------------- forking: edits take effect

@@ -1,0 +1,128 @@
+"""
+Tests of the speed layer (fast.py) as training uses it: batched runs against lone runs, the
+GPU path against the CPU (where a GPU is), bench.py, the CPU settings.
+
+    python -m pytest -q test_fast.py
+"""
+import os
+import re
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from bench import main as bench_main
+from test_train import BATCHED, DEVICES, HERE, quiet, small_cfg
+from train import train
+
+
+# ---------------------------------------------------------------- several runs, batched
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_batched_runs_equal_separate_runs_and_resume(device, tmp_path):
+    cfgs = [small_cfg(steps=30, **kw) for kw in BATCHED]
+    dirs = [str(tmp_path / f"b{r}") for r in range(3)]
+    batched = train(cfgs, dirs, device, log=quiet)
+    for r, cfg in enumerate(cfgs):
+        alone = train(cfg, str(tmp_path / f"s{r}"), device, log=quiet)
+        for k in ("train_loss", "test_loss", "train_acc", "weight_norm", "update_norm"):
+            np.testing.assert_allclose(batched[r][k], alone[k], rtol=1e-4, atol=1e-6, err_msg=k)
+        a = torch.load(tmp_path / f"b{r}" / "ckpt" / "step_000030.pt", weights_only=True)["model"]
+        b = torch.load(tmp_path / f"s{r}" / "ckpt" / "step_000030.pt", weights_only=True)["model"]
+        assert a.keys() == b.keys()
+        for n in a:
+            torch.testing.assert_close(a[n], b[n], rtol=1e-4, atol=1e-5)
+        ck = torch.load(tmp_path / f"b{r}" / "resume.pt", weights_only=True)  # this run's only
+        state = [v for st in ck["optim"]["state"].values() for v in st.values()]
+        for t in [*ck["model"].values(), *state]:
+            assert t.untyped_storage().nbytes() == t.numel() * t.element_size()
+    half = [str(tmp_path / f"h{r}") for r in range(3)]
+    train([small_cfg(steps=20, **kw) for kw in BATCHED], half, device, log=quiet)
+    resumed = train(cfgs, half, device, resume=True, log=quiet)
+    for r in range(3):
+        np.testing.assert_array_equal(resumed[r]["test_loss"], batched[r]["test_loss"])
+
+
+@pytest.mark.skipif("cuda" not in DEVICES, reason="synchronisation is a GPU matter; CI has none")
+def test_no_host_synchronisation_in_the_step_but_at_evaluation(tmp_path):
+    def syncs(steps):  # evaluations at step 0 and at the end only: the same count for any steps
+        cfgs = [small_cfg(steps=steps, eval_every=1000, ckpt_every=1000, **kw) for kw in BATCHED]
+        torch.cuda.set_sync_debug_mode("warn")  # CUDA warns at every synchronising call
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                train(cfgs, [str(tmp_path / f"{steps}_{r}") for r in range(3)], "cuda", log=quiet)
+        finally:
+            torch.cuda.set_sync_debug_mode(0)
+        return sum("synchroniz" in str(w.message) for w in caught)
+    few = syncs(10)
+    assert few > 0 and syncs(40) == few  # > 0: the count sees the evaluations' synchronisations
+
+
+@pytest.mark.skipif("cuda" not in DEVICES, reason="compares the GPU with the CPU; CI has no GPU")
+@pytest.mark.parametrize("kw", [  # graphed from step 1: a warm-up and 'auto' set lr in place
+    dict(), dict(init="nanda", ln="off", causal=True, act="relu", warmup=10),
+    dict(model="mlp", emb_lr_ratio="auto")])
+def test_gpu_run_equals_cpu_run(kw, tmp_path):
+    runs = {dev: train(small_cfg(steps=40, **kw), str(tmp_path / dev), dev, log=quiet)
+            for dev in ("cpu", "cuda")}
+    for k in ("train_loss", "test_loss", "weight_norm", "update_norm"):
+        np.testing.assert_allclose(runs["cuda"][k], runs["cpu"][k], rtol=1e-4, atol=1e-6, err_msg=k)
+
+
+@pytest.mark.parametrize("argv,msg", [(["--device", "tpu"], "unknown --device"),
+                                      (["--ln", "mid"], "unknown --ln"),
+                                      (["--runs", "0"], "--runs"), (["--steps", "0"], "--steps"),
+                                      (["--ln", "off", "pre"], "--ln off .no LayerNorm.")])
+def test_bench_refuses_bad_input(argv, msg):
+    with pytest.raises(SystemExit, match=msg):
+        bench_main(argv)
+
+
+@pytest.mark.parametrize("n_layers,ln", [("1", ["pre"]), ("2", ["pre", "mlp-pre"])])  # 2 runs
+def test_bench_times_every_variant(n_layers, ln):
+    out = subprocess.run([sys.executable, os.path.join(HERE, "bench.py"), "--steps", "1",
+                          "--n-layers", n_layers, "--runs", "1", "2", "--ln", *ln],
+                         capture_output=True, text=True, check=True).stdout
+    for name in ("straightforward + test forward", "straightforward ", "this project "):
+        assert re.search(re.escape(name) + r"\s+[0-9.]+ ms/step", out), out
+    assert re.search(r"useful GFLOP per step = [0-9]+ GFLOP/s; "
+                     r"large fp32 matmul: [0-9]+ GFLOP/s", out), out
+    assert (re.search(r"its per-example matmuls alone: [0-9.]+ ms \(a step 5x faster than "
+                      r"the straightforward one: [0-9.]+ ms\)", out)
+            is not None) == (n_layers == "1"), out
+    for R in (1, 2):
+        assert re.search(rf"{R} runs batched \(train.py's step\)\s+[0-9.]+ ms/step "
+                         r"=\s+[0-9]+ model-steps/s", out), out
+
+
+# 40 MB blocks: glibc adapts its own mmap threshold only up to 32 MB, so by default every such
+# block is mapped afresh and faulted in page by page (10240 faults); once tune_cpu has run, a
+# freed block stays in the heap, and after the heap has grown to fit the pattern (a few blocks)
+# new ones reuse it. (The training step's own faults vary from step to step and machine to
+# machine, and so does what they cost; bench.py measures the step.)
+FAULTS = """
+import resource, sys, torch
+sys.path.insert(0, {here!r})
+from fast import tune_cpu
+def faults(n=5):
+    f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(n):
+        torch.ones(10 << 20)
+    return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0) / n
+before = faults()
+tune_cpu()
+faults(20)  # the heap grows to fit
+print(before, faults())
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="glibc's malloc settings")
+def test_tune_cpu_keeps_freed_memory_in_the_heap():
+    out = subprocess.run([sys.executable, "-c", FAULTS.format(here=HERE)], capture_output=True,
+                         text=True, check=True)
+    before, after = map(float, out.stdout.split())
+    assert after < before / 10, (before, after)
