@@ -49,6 +49,17 @@ class AdamW(torch.optim.Optimizer):
         # per parameter (runs,) float64, a value per run; not state: set_hyper sets them anew
         new = lambda p: torch.zeros(runs, dtype=torch.float64, device=p.device)
         self.lr, self.wd = [new(p) for p in self.params()], [new(p) for p in self.params()]
+        self.values = [None] * len(self.lr)  # what they hold, on the host
+
+    def set_hyper(self, lr, wd):
+        """lr and weight decay, per parameter a list of one value per run: copied in place (a
+        recorded CUDA graph reads these tensors) and only when they change, as a GPU copy
+        waits for the device."""
+        for i, values in enumerate(zip(lr, wd)):
+            if values != self.values[i]:
+                self.values[i] = values
+                for t, v in zip((self.lr[i], self.wd[i]), values):
+                    t.copy_(torch.tensor(v, dtype=torch.float64))
 
     def params(self):
         return self.param_groups[0]["params"]
@@ -108,15 +119,13 @@ def emb_lr_ratio(model, cfg, x_train):
 
 
 def set_hyper(opt, names, cfgs, step, ratios, skip):
-    """Write each run's lr and weight decay at `step` into the optimizer's tensors, in place
-    and only when they change. skip[r]: parameters run r never reads (weight decay 0)."""
+    """Each run's lr and weight decay at `step`, per parameter, into the optimizer.
+    skip[r]: the parameters run r never reads (weight decay 0)."""
     hyper = [schedule(c, step) for c in cfgs]
-    for n, lr_t, wd_t in zip(names, opt.lr, opt.wd):
-        lr = [lr * (ratios[r] if n == "embed.weight" else 1) for r, (lr, _) in enumerate(hyper)]
-        wd = [0.0 if n in skip[r] else wd for r, (_, wd) in enumerate(hyper)]
-        for t, v in ((lr_t, lr), (wd_t, wd)):
-            if t.tolist() != v:
-                t.copy_(torch.tensor(v, dtype=torch.float64))
+    opt.set_hyper([[lr * (ratios[r] if n == "embed.weight" else 1)
+                    for r, (lr, _) in enumerate(hyper)] for n in names],
+                  [[0.0 if n in skip[r] else wd for r, (_, wd) in enumerate(hyper)]
+                   for n in names])
 
 
 def loss_fn(logits, y):
