@@ -16,7 +16,8 @@ import torch
 
 from bench import main as bench_main
 from test_train import BATCHED, DEVICES, HERE, quiet, small_cfg
-from train import train
+from fast import cuda_graph
+from train import AdamW, train
 
 
 # ---------------------------------------------------------------- several runs, batched
@@ -126,3 +127,27 @@ def test_tune_cpu_keeps_freed_memory_in_the_heap():
                          text=True, check=True)
     before, after = map(float, out.stdout.split())
     assert after < before / 10, (before, after)
+
+
+@pytest.mark.skipif("cuda" not in DEVICES, reason="CUDA graphs need a GPU; CI has none")
+def test_lr_and_wd_set_in_place_take_effect_in_a_recorded_cuda_graph():
+    torch.manual_seed(0)
+    start, x = torch.randn(64, 32), torch.randn(128, 64)
+    runs = {}
+    for dev in ("cpu", "cuda"):
+        p = start.to(dev).requires_grad_()
+        opt = AdamW([p], (0.9, 0.98), 1e-8)
+
+        def step():
+            opt.zero_grad(set_to_none=False)
+            (x.to(dev) @ p).square().mean().backward()
+            opt.step()
+        opt.set_hyper([[1e-3]], [[0.1]])
+        step()  # the optimizer state exists before recording
+        replay = cuda_graph(step, [p], opt).replay if dev == "cuda" else step
+        for lr, wd in ((3e-4, 0.1), (0.0, 0.0), (1e-2, 1.0), (1e-3, 0.5)):
+            opt.set_hyper([[lr]], [[wd]])
+            replay()
+        runs[dev] = p.detach().cpu()
+    torch.testing.assert_close(runs["cuda"], runs["cpu"], rtol=1e-4, atol=1e-6)
+    assert not torch.allclose(runs["cpu"], start, atol=1e-3)

@@ -48,7 +48,7 @@ class AdamW(torch.optim.Optimizer):
         super().__init__(params, dict(betas=betas, eps=eps, capturable=True))
         # per parameter (runs,) float64, a value per run; not state: set_hyper sets them anew
         new = lambda p: torch.zeros(runs, dtype=torch.float64, device=p.device)
-        self.lr, self.wd = [new(p) for p in self.params()], [new(p) for p in self.params()]
+        self.lr, self.wd = ([new(p) for p in self.param_groups[0]["params"]] for _ in "lw")
         self.values = [None] * len(self.lr)  # what they hold, on the host
 
     def set_hyper(self, lr, wd):
@@ -61,9 +61,6 @@ class AdamW(torch.optim.Optimizer):
                 for t, v in zip((self.lr[i], self.wd[i]), values):
                     t.copy_(torch.tensor(v, dtype=torch.float64))
 
-    def params(self):
-        return self.param_groups[0]["params"]
-
     def direction(self, p, grad, state):
         """The gradient the moments see: the one place for a gradient filter. Keep what it
         needs in `state` (tensors shaped like p, or 0-dim)."""
@@ -72,7 +69,7 @@ class AdamW(torch.optim.Optimizer):
     @torch.no_grad()
     def step(self):
         (b1, b2), eps = self.defaults["betas"], self.defaults["eps"]
-        for p, lr, wd in zip(self.params(), self.lr, self.wd):
+        for p, lr, wd in zip(self.param_groups[0]["params"], self.lr, self.wd):
             if p.grad is None:  # a parameter this run never reads
                 continue
             s = self.state[p]
@@ -91,19 +88,12 @@ class AdamW(torch.optim.Optimizer):
             p.add_(s["exp_avg"] * per_run(-(lr / (1 - b1 ** t))) / denom)
 
 
-def base_lr(cfg):
-    return cfg.lr / (cfg.alpha ** 2 if cfg.alpha_lr else 1)
-
-
-def weight_decay(cfg):
-    return cfg.wd * (1e-3 / cfg.lr if cfg.fix_wd else 1.0)
-
-
 def schedule(cfg, step):
     """(lr, weight decay) of a run at `step`: the one place for a schedule. Nanda et al.'s
     linear warm-up gives step 0 lr 0."""
     f = min(step / cfg.warmup, 1.0) if cfg.warmup else 1.0
-    return base_lr(cfg) * f, weight_decay(cfg)
+    lr = cfg.lr / (cfg.alpha ** 2 if cfg.alpha_lr else 1)
+    return lr * f, cfg.wd * (1e-3 / cfg.lr if cfg.fix_wd else 1.0)
 
 
 def emb_lr_ratio(model, cfg, x_train):
@@ -274,9 +264,7 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
     opt = AdamW(list(params), cfg.betas, cfg.eps, R)
     metrics, start = resume_runs(cfgs, run_dirs, model, opt, log) if resume else \
         ([{k: [] for k in KEYS} for _ in cfgs], 0)
-    for c, d in zip(cfgs, run_dirs):  # only now: a refused --resume leaves no folder behind
-        os.makedirs(os.path.join(d, "ckpt"), exist_ok=True)
-        save_atomic(c.to_dict(), os.path.join(d, "config.json"))
+    make_folders(cfgs, run_dirs)  # only now: a refused --resume leaves no folder behind
     ratios = [emb_lr_ratio(model, c, x_tr[0]) for c in cfgs]  # several runs: never 'auto'
     graphing, graph = device == "cuda", None  # GPU: the step is recorded once, then replayed
 
@@ -322,8 +310,8 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
                 end = min(end, max(grok) + stop_after_grok)
             if step == end or step % cfg.ckpt_every == 0:
                 save(step)  # before the update: the checkpoint holds theta_step
-            if step == end:
-                break
+                if step == end:
+                    break
             update(losses)
             with torch.no_grad():  # ||theta_{t+1} - theta_t|| of this step
                 upd = sum(((p - q).double() ** 2).reshape(R, -1).sum(1)
@@ -363,6 +351,12 @@ def record(metrics, cfgs, step, train, test, losses, params, ratios, log):
         for k in KEYS:
             m[k].append(row[k])
     return True
+
+
+def make_folders(cfgs, run_dirs):
+    for c, d in zip(cfgs, run_dirs):
+        os.makedirs(os.path.join(d, "ckpt"), exist_ok=True)
+        save_atomic(c.to_dict(), os.path.join(d, "config.json"))
 
 
 def save_metrics(metrics, run_dirs):
