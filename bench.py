@@ -30,9 +30,9 @@ from dataclasses import replace
 import torch
 
 from data import Stop, make_data
-from fast import build_runs, cuda_graph, forward_fn, named_params, tune_cpu, unused
+from fast import build_runs, cuda_graph, named_params, tune_cpu
 from model import PRESETS, Config, build_model
-from train import AdamW, check, loss_fn, set_hyper
+from train import AdamW, check_options, loss_fn, set_hyper
 
 
 def straightforward_logits(model, x):
@@ -83,23 +83,26 @@ def useful_flops(cfg, n):
     return 3 * 2 * (n * per_example + table)
 
 
-def runs_step(cfg, lns, R, device):
+def runs_step(cfg, lns, R, device, graph=True):
     """train.py's step (fast forward, its AdamW) for R seeds of cfg trained together (R == 1:
     the plain model), the runs split into consecutive groups over the LN placements lns; on a
-    GPU replayed as a CUDA graph, as train.py does between evaluations."""
+    GPU (graph) replayed as a CUDA graph, as train.py does between evaluations."""
     cfgs = [replace(cfg, seed=cfg.seed + r, ln=lns[r * len(lns) // R]) for r in range(R)]
     x, y = (torch.stack(t).to(device) for t in list(zip(*map(make_data, cfgs)))[:2])
     models = [build_model(c).to(device) for c in cfgs]
-    model, forward = build_runs(models)
+    model, forward, skip = build_runs(models)
     names, params = zip(*named_params(model))
     opt = AdamW(list(params), cfg.betas, cfg.eps, R)
-    set_hyper(opt, names, cfgs, cfg.warmup, [1.0] * R, [unused(m, forward_fn(m)) for m in models])
+    set_hyper(opt, names, cfgs, cfg.warmup, [1.0] * R, skip)
 
     def step():
         opt.zero_grad(set_to_none=device != "cuda")
         loss_fn(forward(x), y).sum().backward()
         opt.step()
-    return cuda_graph(step, list(params), opt).replay if device == "cuda" else step
+    if device != "cuda" or not graph:
+        return step
+    step()  # the optimizer state exists before recording
+    return cuda_graph(step, list(params), opt).replay
 
 
 def matmul_ms(cfg, n, device, steps):
@@ -130,7 +133,7 @@ def main(argv=None):
                     "more than one times the general path")
     ap.add_argument("--steps", type=int, default=30,
                     help="timed steps per variant (median reported)")
-    ap.add_argument("--device", default="cpu", help="cpu | cuda | mps")
+    ap.add_argument("--device", default="cpu", help="cpu | cuda")
     ap.add_argument("--runs", type=int, nargs="+", default=[], metavar="R",
                     help="also time train.py's step for R runs (seeds) batched, for each R given")
     args = ap.parse_args(argv)
@@ -141,7 +144,7 @@ def main(argv=None):
     try:
         if args.steps < 1 or min(args.runs, default=1) < 1:
             raise Stop("--steps and --runs take counts of at least 1")
-        device = check([replace(cfg, ln=ln) for ln in lns], [], args.device, False)
+        device = check_options([replace(cfg, ln=ln) for ln in lns], [], args.device, False)
     except Stop as e:
         sys.exit(f"error: {e}")
     tune_cpu()  # as train.py does
@@ -156,8 +159,9 @@ def main(argv=None):
         opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=cfg.betas, eps=cfg.eps,
                                 weight_decay=cfg.wd)
         results[name] = timeit(step_fn(model, opt, x, y, slow, test), args.steps, device)
-    results["this project"] = ours = timeit(runs_step(cfg, lns[:1], 1, device), args.steps,
-                                            device)
+    # eager, like the straightforward steps (--runs: as train.py, a CUDA graph on a GPU)
+    results["this project"] = ours = timeit(runs_step(cfg, lns[:1], 1, device, graph=False),
+                                            args.steps, device)
     peak = peak_gflops(device)
     gflops = useful_flops(cfg, len(x)) / (ours / 1000) / 1e9
     for name, ms in results.items():

@@ -4,8 +4,8 @@ The speed layer: model.py's functions computed faster, and many runs trained as 
 - Table forwards: a one-layer transformer and the embedding-MLP computed on tables of the
   (token, position) rows they can see, gathered per example (bench.py times them).
 - Stacked: R runs of one shape as one module, their forwards vmapped.
-- check(): the forward that trains against model.py's on a probe batch, at the start of every
-  training run, so an edit to model.py is never silently bypassed.
+- check_forward(): the forward that trains against model.py's on a probe batch, at the start of
+  every training run, so an edit to model.py is never silently bypassed.
 - cuda_graph(): a whole training step recorded once and replayed; tune_cpu(): CPU settings.
 
 Everything here is a function of a parameter dict P (name -> tensor, model.py's names), so a
@@ -97,7 +97,7 @@ def forward_fn(model, fast=True):
     return lambda P, B, x: functional_call(base, (P, B), (x,))
 
 
-def check(model, fn, x, y):
+def check_forward(model, fn, x, y):
     """Stop unless fn, the forward that trains, gives model.py's logits and gradients on the
     probe batch (x, y). In float64, so rounding cannot hide a real difference."""
     ref = copy.deepcopy(model).double()
@@ -133,7 +133,7 @@ class Stacked(nn.Module):
     code, not parameters: each group of consecutive runs with one placement has its own
     forward. AdamW is elementwise, so one step on the stack is R separate steps."""
 
-    def __init__(self, models, fast=True):
+    def __init__(self, models, fast=True, fns=None):
         super().__init__()
         params, self.bufs = stack_module_state(models)
         self.names = list(params)
@@ -141,7 +141,7 @@ class Stacked(nn.Module):
         self.groups = []  # [first run, end, forward]
         for r, m in enumerate(models):
             if not self.groups or m.cfg.ln != models[self.groups[-1][0]].cfg.ln:
-                self.groups.append([r, r, forward_fn(m, fast)])
+                self.groups.append([r, r, fns[r] if fns else forward_fn(m, fast)])
             self.groups[-1][1] = r + 1
 
     def forward(self, x):  # (R, N, 3) -> (R, N, n_out)
@@ -153,17 +153,18 @@ class Stacked(nn.Module):
 
 def build_runs(models, fast=True, probe=None):
     """What train.py steps: the module holding every run's parameters (the model itself, or a
-    Stacked one) and its forward on (R, N, 3) -> (R, N, n_out). probe (x, y): check every
-    distinct forward against model.py first."""
+    Stacked one), its forward on (R, N, 3) -> (R, N, n_out), and per run the parameters it
+    never reads. probe (x, y): check every distinct forward against model.py first."""
     fns = [forward_fn(m, fast) for m in models]
     if probe is not None and fast:
         for m, fn in {m.cfg.ln: (m, fn) for m, fn in zip(models, fns)}.values():
-            check(m, fn, *probe)
+            check_forward(m, fn, *probe)
+    skip = [unused(m, fn) for m, fn in zip(models, fns)]
     if len(models) > 1:
-        model = Stacked(models, fast)
-        return model, model
+        model = Stacked(models, fast, fns)
+        return model, model, skip
     m, fn = models[0], fns[0]
-    return m, lambda x: fn(dict(m.named_parameters()), dict(m.named_buffers()), x[0])[None]
+    return m, lambda x: fn(dict(m.named_parameters()), dict(m.named_buffers()), x[0])[None], skip
 
 
 def named_params(model):
@@ -210,9 +211,10 @@ def cuda_graph(step, params, opt):
     graph.replay(). A small model's eager GPU step is bound by launching its hundreds of small
     kernels, and the full batch never changes, so the step is recorded once. The graph reads
     tensors, not Python numbers: lr and weight decay are tensors updated in place (train.py).
-    The warm-up runs that CUDA graphs need (on a side stream: lazy state, cuBLAS) are undone,
-    so training goes on from where it was."""
+    The warm-up runs that CUDA graphs need (on a side stream: cuBLAS) are undone, so training
+    goes on from where it was; the optimizer state must exist already (one eager step)."""
     state = [v for s in opt.state.values() for v in s.values() if torch.is_tensor(v)]
+    assert state, "take one eager step before recording: the optimizer state must exist"
     saved = [t.detach().clone() for t in params + state]
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())

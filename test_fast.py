@@ -135,12 +135,12 @@ def test_lr_and_wd_set_in_place_take_effect_in_a_recorded_cuda_graph():
     start, x = torch.randn(64, 32), torch.randn(128, 64)
     runs = {}
     for dev in ("cpu", "cuda"):
-        p = start.to(dev).requires_grad_()
+        p, xd = start.to(dev).requires_grad_(), x.to(dev)
         opt = AdamW([p], (0.9, 0.98), 1e-8)
 
         def step():
             opt.zero_grad(set_to_none=False)
-            (x.to(dev) @ p).square().mean().backward()
+            (xd @ p).square().mean().backward()
             opt.step()
         opt.set_hyper([[1e-3]], [[0.1]])
         step()  # the optimizer state exists before recording

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from data import Stop, make_data
-from fast import Stacked, build_runs, check, forward_fn, unused
+from fast import Stacked, build_runs, check_forward, forward_fn, unused
 from model import Config, LN_PLACEMENTS, build_model
 
 SMALL = dict(p=23, d_model=32, n_heads=4, d_mlp=64, frac=0.5, eval_every=5, ckpt_every=10)
@@ -189,7 +189,7 @@ def test_check_stops_when_model_py_changes_and_no_fast_trains_the_change(monkeyp
     model = build_model(cfg)
     with pytest.raises(Stop, match="fast.py's forward no longer matches model.py .* --no-fast"):
         build_runs([model], probe=(x[:64], y[:64]))
-    _, ref = build_runs([model], fast=False, probe=(x[:64], y[:64]))  # --no-fast: the edit
+    _, ref, _ = build_runs([model], fast=False, probe=(x[:64], y[:64]))  # --no-fast: the edit
     torch.testing.assert_close(ref(x[None])[0], model(x))
     assert not torch.allclose(ref(x[None])[0], table(model, x))
 
@@ -201,7 +201,7 @@ def test_check_compares_gradients_too():
     # same logits, but no gradient reaches the unembedding
     detached = lambda P, B, t: fn(dict(P, unembed=P["unembed"].detach()), B, t)
     with pytest.raises(Stop, match="no longer matches"):
-        check(model, detached, x[:64], y[:64])
+        check_forward(model, detached, x[:64], y[:64])
 
 
 # ---------------------------------------------------------------- model: LN placements

@@ -46,6 +46,7 @@ def small_cfg(**kw):
     (["--emb-lr-ratio", "fast"], "--emb-lr-ratio"),
     (["--hole", "3"], "--hole needs --split"),
     (["--device", "tpu"], "unknown --device"),
+    (["--device", "mps"], "no float64"),
     (["--preset", "alquabeh", "--embed", "onehot", "--emb-lr-ratio", "auto"],
      "needs learned embeddings"),
 ])

@@ -23,8 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from data import Stop, load_checkpoint, make_data, save_atomic
-from fast import (build_runs, cuda_graph, forward_fn, load_runs, named_params, run_states,
-                  tune_cpu, unused)
+from fast import build_runs, cuda_graph, load_runs, named_params, run_states, tune_cpu
 from model import Config, PRESETS, build_model, flag
 
 GROK = 0.01  # "generalized" = first step with loss <= this (Singh et al.)
@@ -53,17 +52,18 @@ class AdamW(torch.optim.Optimizer):
 
     def set_hyper(self, lr, wd):
         """lr and weight decay, per parameter a list of one value per run: copied in place (a
-        recorded CUDA graph reads these tensors) and only when they change, as a GPU copy
-        waits for the device."""
+        recorded CUDA graph reads these tensors), only when they change, and to a GPU from
+        pinned memory without waiting for it."""
         for i, values in enumerate(zip(lr, wd)):
             if values != self.values[i]:
                 self.values[i] = values
                 for t, v in zip((self.lr[i], self.wd[i]), values):
-                    t.copy_(torch.tensor(v, dtype=torch.float64))
+                    src = torch.tensor(v, dtype=torch.float64)
+                    t.copy_(src.pin_memory() if t.is_cuda else src, non_blocking=True)
 
     def direction(self, p, grad, state):
         """The gradient the moments see: the one place for a gradient filter. Keep what it
-        needs in `state` (tensors shaped like p, or 0-dim)."""
+        needs in `state`, as tensors shaped like p (in a stack, one slice per run)."""
         return grad
 
     @torch.no_grad()
@@ -73,7 +73,7 @@ class AdamW(torch.optim.Optimizer):
             if p.grad is None:  # a parameter this run never reads
                 continue
             s = self.state[p]
-            if not s:  # torch.optim.AdamW's names, so either one's checkpoint loads in the other
+            if not s:  # torch.optim.AdamW's names and types
                 s["step"] = torch.zeros((), dtype=torch.float32, device=p.device)
                 s["exp_avg"], s["exp_avg_sq"] = torch.zeros_like(p), torch.zeros_like(p)
             grad = self.direction(p, p.grad, s)
@@ -83,7 +83,7 @@ class AdamW(torch.optim.Optimizer):
             s["exp_avg"].lerp_(grad, 1 - b1)
             s["exp_avg_sq"].mul_(b2).addcmul_(grad, grad, value=1 - b2)
             # a CUDA graph cannot read a host number; on the CPU a Python one, as torch's AdamW
-            t = s["step"] if p.is_cuda else s["step"].item()
+            t = s["step"].double() if p.is_cuda else s["step"].item()
             denom = (s["exp_avg_sq"].sqrt() / (1 - b2 ** t) ** 0.5).add_(eps)
             p.add_(s["exp_avg"] * per_run(-(lr / (1 - b1 ** t))) / denom)
 
@@ -151,7 +151,7 @@ def parse_args(argv=None):
         else:
             ap.add_argument("--" + flag(f.name), type=int if d is None else type(d),
                             nargs="+" if f.name in MULTI else None, **kw)
-    ap.add_argument("--device", default="auto", help="auto | cpu | cuda | mps")
+    ap.add_argument("--device", default="auto", help="auto (cuda if there is one) | cpu | cuda")
     ap.add_argument("--out", default="runs", help="folder of runs")
     ap.add_argument("--name", help="run name (default: built from the options given)")
     ap.add_argument("--resume", action="store_true",
@@ -184,7 +184,7 @@ def run_name(cfg, preset, given):
     return "_".join(parts + [f"s{cfg.seed}"])
 
 
-def check(cfgs, run_dirs, device, resume):
+def check_options(cfgs, run_dirs, device, resume):
     """Every option, checked in one place before anything is written: raise Stop naming the
     first bad one. Returns the device to train on."""
     for c in cfgs:
@@ -210,13 +210,13 @@ def check(cfgs, run_dirs, device, resume):
         if not resume and os.path.exists(os.path.join(d, "resume.pt")):
             raise Stop(f"{d} exists: add --resume to continue it, or pick another --name")
     if device == "auto":
-        return "cuda" if torch.cuda.is_available() else \
-            "mps" if torch.backends.mps.is_available() else "cpu"
-    if device not in ("cpu", "cuda", "mps"):
-        raise Stop(f"unknown --device {device!r}; choose from auto, cpu, cuda, mps")
-    if device == "cuda" and not torch.cuda.is_available() or \
-            device == "mps" and not torch.backends.mps.is_available():
-        raise Stop(f"--device {device} is not available on this machine")
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "mps":  # Apple's GPUs have no float64, which the loss and optimizer use
+        raise Stop("--device mps has no float64, which training needs; use cpu")
+    if device not in ("cpu", "cuda"):
+        raise Stop(f"unknown --device {device!r}; choose from auto, cpu, cuda")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise Stop("--device cuda is not available on this machine")
     return device
 
 
@@ -253,14 +253,13 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
     several runs, a list of them)."""
     single = isinstance(cfgs, Config)
     cfgs, run_dirs = ([cfgs], [run_dirs]) if single else (list(cfgs), list(run_dirs))
-    device = check(cfgs, run_dirs, device, resume)
+    device = check_options(cfgs, run_dirs, device, resume)
     tune_cpu()
     cfg, R = cfgs[0], len(cfgs)
     x_tr, y_tr, x_te, y_te = (torch.stack(t).to(device) for t in zip(*map(make_data, cfgs)))
     models = [build_model(c).to(device) for c in cfgs]
-    model, forward = build_runs(models, fast, probe=(x_tr[0, :64], y_tr[0, :64]))
+    model, forward, skip = build_runs(models, fast, probe=(x_tr[0, :64], y_tr[0, :64]))
     names, params = zip(*named_params(model))
-    skip = [unused(m, forward_fn(m, fast)) for m in models]
     opt = AdamW(list(params), cfg.betas, cfg.eps, R)
     metrics, start = resume_runs(cfgs, run_dirs, model, opt, log) if resume else \
         ([{k: [] for k in KEYS} for _ in cfgs], 0)
