@@ -32,7 +32,8 @@ import torch
 from data import Stop, make_data
 from fast import build_runs, cuda_graph, named_params, tune_cpu
 from model import PRESETS, Config, build_model
-from train import AdamW, check_options, loss_fn, set_hyper
+from optim import AdamW, set_hyper
+from train import check_options, loss_fn
 
 
 def straightforward_logits(model, x):

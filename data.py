@@ -31,13 +31,14 @@ SPLITS = ("random", "balanced", "square", "strip")
 
 
 def all_pairs(cfg):
-    """Every pair [a, b, '='] (row a*p + b), its label, and whether it exists (div: b != 0)."""
+    """Every pair [a, b, '='] as tokens (row a*p + b), its label, and whether it exists
+    (div: b != 0). b's token is b + b_offset; '=' is the last token."""
     p = cfg.p
     a, b = (t.flatten() for t in torch.meshgrid(torch.arange(p), torch.arange(p), indexing="ij"))
     valid = b != 0 if cfg.op == "div" else torch.ones(p * p, dtype=torch.bool)
     y = torch.zeros(p * p, dtype=torch.long)
     y[valid] = OPS[cfg.op](a[valid], b[valid], p)
-    return torch.stack([a, b, torch.full_like(a, p)], 1), y, valid
+    return torch.stack([a, b + cfg.b_offset, torch.full_like(a, cfg.n_vocab - 1)], 1), y, valid
 
 
 def hole_mask(cfg):
@@ -77,6 +78,75 @@ def make_data(cfg):
     train = train_mask(cfg, valid)
     test = valid & ~train
     return x[train], y[train], x[test], y[test]
+
+
+class Batches:
+    """A run's mini-batches: without replacement within an epoch (floor(N/B) steps; the N mod B
+    examples an epoch's order leaves last wait for the next one), in a fresh seeded order each
+    epoch. The batch of step t is a function of the seed and t alone, so --resume continues
+    exactly with no sampler state to save, and analysis can recount which tokens each step saw.
+
+    random: a uniform shuffle. balanced: the order is a chain of matchings, sets of examples
+    in which no operand token occurs twice at one position, most-frequent tokens first, so a
+    token recurs at even intervals instead of random ones: every batch of B <= ~p/2 holds a
+    token at most once per position (twice where two matchings meet), and a token is absent
+    from a step only as often as its frequency forces (AlQuabeh et al.'s rare-token stagnation
+    comes from random absences)."""
+
+    def __init__(self, cfg, x_train):
+        self.cfg, self.x = cfg, x_train.cpu().numpy()
+        self.per_epoch = len(self.x) // cfg.batch_size
+        self.epoch, self.order = None, None
+
+    def __call__(self, step):
+        """Indices into the training set of step `step`'s batch, (B,) int64."""
+        epoch, i = divmod(step, self.per_epoch)
+        if epoch != self.epoch:
+            rng = np.random.default_rng([self.cfg.seed, 1, epoch])  # a stream per run and epoch
+            self.epoch = epoch
+            self.order = rng.permutation(len(self.x)) if self.cfg.sampling == "random" \
+                else balanced_order(self.x, self.cfg.batch_size, rng)
+        B = self.cfg.batch_size
+        return self.order[i * B:(i + 1) * B]
+
+
+def balanced_order(x, B, rng):
+    """An order of the rows of x (N, 3), built batch by batch: a batch takes rows whose a and
+    b it does not hold yet (a matching; when none is left, a second one on top), preferring
+    rows whose operands have the most rows still to place (random among equals), so that no
+    token is left to crowd the last batches."""
+    V = int(x.max()) + 1
+    left, out = np.arange(len(x)), []
+    while len(left):
+        batch, used_a, used_b = [], np.zeros(V, bool), np.zeros(V, bool)
+        while len(batch) < B and len(left):
+            a, b = x[left, 0], x[left, 1]
+            ok = ~used_a[a] & ~used_b[b]
+            if not ok.any():  # every remaining row repeats a token: start a second matching
+                used_a[:], used_b[:] = False, False
+                continue
+            todo = (np.bincount(a, minlength=V)[a] + np.bincount(b, minlength=V)[b])[ok]
+            cand = left[ok][np.lexsort((rng.random(len(todo)), -todo))]   # most to place first
+            cand = cand[np.sort(np.unique(x[cand, 0], return_index=True)[1])]  # one row per a
+            cand = cand[np.sort(np.unique(x[cand, 1], return_index=True)[1])]  # ... and per b
+            cand = cand[:B - len(batch)]
+            used_a[x[cand, 0]], used_b[x[cand, 1]] = True, True
+            batch.extend(cand)
+            left = np.setdiff1d(left, cand, assume_unique=True)
+        out.append(rng.permutation(batch))
+    return np.concatenate(out)
+
+
+def token_frequency(cfg, x_train):
+    """The mean fraction of steps in which an operand token of the training set is in the
+    batch (over the first epoch; 1 with full batches): how often its embedding row is updated."""
+    if cfg.batch_size is None:
+        return 1.0
+    batches, x = Batches(cfg, x_train), x_train.cpu()
+    seen = torch.zeros(batches.per_epoch, int(x.max()) + 1, dtype=torch.bool)
+    for t in range(batches.per_epoch):
+        seen[t, x[batches(t), :2].flatten()] = True
+    return float(seen[:, x[:, :2].unique()].double().mean())
 
 
 def save_atomic(obj, path):

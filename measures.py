@@ -151,11 +151,13 @@ def cos_template_r2(L, p, keys):
 
 # ---------------------------------------------------------------- measures that need the model
 
-def embedding(model, cfg):
-    """Operand-token embeddings (p, d); for the one-hot MLP the first layer's columns of a."""
+def embedding(model, cfg, operand=0):
+    """The embeddings (p, d) of the first operand's tokens (operand=1: the second's, the same
+    rows unless --b-offset); for the one-hot MLP the first layer's columns of that operand."""
     if hasattr(model, "embed"):
-        return model.embed.weight[:cfg.p]
-    return model.fc1.weight[:, :cfg.p].T
+        start = operand * cfg.b_offset
+        return model.embed.weight[start:start + cfg.p]
+    return model.fc1.weight[:, operand * cfg.p:(operand + 1) * cfg.p].T
 
 
 def neuron_logit_map(model, cfg):
@@ -218,17 +220,18 @@ def load_checkpoint_into(c, model, ck):
     c.model, c.step, c.cache = model.double(), ck["step"], {}
     c.logits = c.model(c.x, cache=c.cache).double()
     c.L = c.logits[:, :c.p]
-    c.E = embedding(c.model, c.cfg)
+    c.E, c.E_b = embedding(c.model, c.cfg), embedding(c.model, c.cfg, 1)
 
 
 # ---------------------------------------------------------------- the registry
 # A measure is a function of the context c of one checkpoint: c.model (float64, at the
 # checkpoint), c.cfg, c.p, c.step; c.x, c.y every pair [a, b, '='] (row a*p + b) and its label;
 # masks c.train, c.test, c.valid; c.logits (one forward over every pair), c.L its first p
-# classes, c.cache that forward's cache; c.E the embedding, c.B the Fourier basis, c.keys the
-# key frequencies, c.is_add; fixed example sets c.ntk_idx, c.attn_idx; and c.memo, a dict kept
-# over the run's checkpoints (for state such as the NTK at the first checkpoint). It returns a
-# number or an array of one shape at every checkpoint.
+# classes, c.cache that forward's cache; c.E the first operand's embedding (c.E_b the
+# second's), c.B the Fourier basis, c.keys the key frequencies, c.is_add; fixed example sets
+# c.ntk_idx, c.attn_idx; and c.memo, a dict kept over the run's checkpoints (for state such as
+# the NTK at the first checkpoint). It returns a number or an array of one shape at every
+# checkpoint.
 
 def attn_entropy_heads(c):
     """Per head, over all 3 query positions of N_ATTN fixed pairs; transformer only."""
@@ -268,7 +271,7 @@ MEASURES = {  # name in analysis.npz -> function of the checkpoint's context
     "gini_embed": lambda c: gini(frequency_norms(c.E, c.B)[1:]),
     "gini_logit": lambda c: gini(frequency_norms(neuron_logit_map(c.model, c.cfg), c.B)[1:]),
     "c_fourier": lambda c: c_fourier(c.E),
-    "med": lambda c: med(c.E),
+    "med": lambda c: (med(c.E) + med(c.E_b)) / 2,  # the operands' mean: Gu et al.'s code
     "attn_entropy": lambda c: float(np.mean(attn_entropy_heads(c))),
     "attn_entropy_heads": attn_entropy_heads,
     "sr_train": lambda c: ce(c.model(c.x[c.train], scale_free=True).double(), c.y[c.train]),

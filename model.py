@@ -46,8 +46,9 @@ LN_PLACEMENTS = {
 ACTS = {"gelu": F.gelu, "relu": F.relu}
 CHOICES = dict(op=tuple(OPS), split=SPLITS, model=("transformer", "mlp"),
                embed=("learned", "onehot"), act=tuple(ACTS), ln=tuple(LN_PLACEMENTS),
-               norm=("layernorm", "rmsnorm"), init=("singh", "nanda"),
-               dtype=("float32", "float64"))
+               norm=("layernorm", "rmsnorm"), init=("singh", "nanda", "gu"),
+               dtype=("float32", "float64"), loss_dtype=("float32", "float64"),
+               sampling=("random", "balanced"))
 
 
 def option(default, help):
@@ -64,6 +65,8 @@ class Config:
     split: str = option("random", "random | balanced (every operand equally often) | square | "
                         "strip (a dug-out region, Gu et al.)")
     hole: int = option(0, "size K of the dug-out square {a,b<=K} or strip {a<=K}")
+    b_offset: int = option(0, "token of the second operand b is b + this: 0 one vocabulary "
+                           "for both operands; p their own ranges (Gu et al.'s strips: 60)")
     seed: int = option(0, "seed of the split and the initial weights")
     data_seed: Optional[int] = option(None, "seed of the split alone (default: --seed)")
     # model
@@ -79,8 +82,10 @@ class Config:
     norm: str = option("layernorm", "layernorm | rmsnorm")
     ln_eps: float = option(0.0, "norm epsilon (Singh et al.: 0)")
     alpha: float = option(1.0, "readout scale: logits = alpha * h @ W_U")
-    init: str = option("singh", "singh | nanda (the papers' initialisations)")
-    # optimization (AdamW, full batch)
+    init: str = option("singh", "singh | nanda | gu (the papers' initialisations)")
+    eq_class: bool = option(True, "transformer: the readout keeps a class for '=' (p+1-way, "
+                            "Singh's and Nanda's code); --no-eq-class: p-way (Gu et al.)")
+    # optimization (AdamW)
     lr: float = option(1e-3, "AdamW learning rate")
     wd: float = option(1.0, "AdamW weight decay")
     betas: tuple = option((0.9, 0.98), "AdamW betas")
@@ -89,8 +94,14 @@ class Config:
     fix_wd: bool = option(False, "wd *= 1e-3 / lr, so lr * wd stays as at lr 1e-3 (Singh et al.)")
     alpha_lr: bool = option(False, "lr /= alpha^2")
     emb_lr_ratio: str = option("1", "embedding lr / lr: a number, or 'auto' (AlQuabeh et al.)")
-    steps: int = option(10000, "optimizer steps (full batch)")
+    steps: int = option(10000, "optimizer steps")
+    batch_size: Optional[int] = option(None, "examples per step (default: the whole training "
+                                       "set); each epoch visits every example once")
+    sampling: str = option("random", "order of the mini-batches: random | balanced (each "
+                           "operand token at even intervals; data.Batches)")
     dtype: str = option("float32", "float32 | float64")
+    loss_dtype: str = option("float64", "dtype of the cross-entropy: float64 | float32 (Nanda "
+                             "et al.: float32 softmax underflow causes loss spikes)")
     eval_every: int = option(10, "steps between metric rows")
     ckpt_every: int = option(100, "steps between checkpoints")
 
@@ -108,10 +119,14 @@ class Config:
         return asdict(self)
 
     @property
+    def n_vocab(self):  # operands, then '=' as the last token
+        return max(self.p, self.b_offset + self.p) + 1
+
+    @property
     def n_out(self):
-        # the transformer keeps the '=' class (p+1-way softmax, as both papers' code);
-        # the embedding-MLP reads out p classes, as AlQuabeh et al.
-        return self.p + 1 if self.model == "transformer" else self.p
+        # the transformer keeps the '=' class (p+1-way softmax, as Singh's and Nanda's code)
+        # unless told not to; the embedding-MLP reads out p classes, as AlQuabeh et al.
+        return self.p + (self.model == "transformer" and self.eq_class)
 
     def check(self):
         """Every option of a run, checked in one place: raise Stop naming the first bad one."""
@@ -132,6 +147,11 @@ class Config:
         if self.split in ("square", "strip") and not 0 <= self.hole < p - 1:
             raise Stop(f"--hole {self.hole} must be in [0, {p - 2}] for p={p}: "
                        "the hole may not cover every a")
+        if self.b_offset < 0:
+            raise Stop(f"--b-offset {self.b_offset} must be non-negative")
+        if self.model == "mlp" and self.embed == "onehot" and self.b_offset:
+            raise Stop("--b-offset needs learned embeddings: one-hot operands have separate "
+                       "inputs already")
         if self.split not in ("square", "strip") and self.hole:
             raise Stop("--hole needs --split square or strip")
         if self.model == "transformer" and self.d_model % self.n_heads:
@@ -142,6 +162,10 @@ class Config:
                        "non-negative")
         if not all(0 <= b < 1 for b in self.betas):
             raise Stop(f"--betas {self.betas} must be in [0, 1)")
+        if self.batch_size is not None and self.batch_size < 1:
+            raise Stop(f"--batch-size {self.batch_size} must be at least 1")
+        if self.sampling != "random" and self.batch_size is None:
+            raise Stop(f"--sampling {self.sampling} orders mini-batches: it needs --batch-size")
         if self.emb_lr_ratio != "auto":
             try:
                 assert float(self.emb_lr_ratio) > 0
@@ -165,6 +189,10 @@ PRESETS = {
     # embedding-MLP of AlQuabeh et al.; their step budget is not in our notes, and at frac 0.3
     # this MLP reaches half test accuracy only after ~8.5k steps, so 20k rather than 10k
     "alquabeh": dict(model="mlp", act="relu", steps=20000),
+    # Gu et al.'s code (transformer/rec.py, str.py): p 97, Nanda's model with a p-way readout,
+    # 30k epochs, float32 loss; their strips add --b-offset 60
+    "gu": dict(p=97, act="relu", causal=True, ln="off", init="gu", eq_class=False, warmup=10,
+               steps=30000, loss_dtype="float32", ckpt_every=1000),
 }
 
 
@@ -241,7 +269,7 @@ class Transformer(nn.Module):
         super().__init__()
         self.cfg = cfg
         d = cfg.d_model
-        self.embed = nn.Embedding(cfg.p + 1, d)
+        self.embed = nn.Embedding(cfg.n_vocab, d)
         self.pos = nn.Parameter(torch.zeros(3, d))
         self.blocks = nn.ModuleList(Block(cfg) for _ in range(cfg.n_layers))
         self.unembed = nn.Parameter(torch.zeros(d, cfg.n_out))
@@ -278,7 +306,7 @@ class EmbedMLP(nn.Module):
         self.cfg = cfg
         d_in = cfg.d_model if cfg.embed == "learned" else cfg.p
         if cfg.embed == "learned":
-            self.embed = nn.Embedding(cfg.p + 1, cfg.d_model)
+            self.embed = nn.Embedding(cfg.n_vocab, cfg.d_model)
         self.fc1 = nn.Linear(2 * d_in, cfg.d_mlp)
         self.readout = nn.Linear(cfg.d_mlp, cfg.n_out)
         self.act = ACTS[cfg.act]
@@ -300,9 +328,9 @@ class EmbedMLP(nn.Module):
 
 
 def _init(model, cfg):
-    if cfg.init == "nanda":
+    if cfg.init in ("nanda", "gu"):
         # Nanda et al.: every matrix randn / sqrt(d_model), W_U randn / sqrt(p+1), biases 0;
-        # norms keep weight 1 and bias 0.
+        # norms keep weight 1 and bias 0. Gu et al.'s code: the same with W_U / sqrt(d_model).
         for prm in model.parameters():
             if prm.dim() >= 2:
                 nn.init.normal_(prm, std=1 / math.sqrt(cfg.d_model))
@@ -310,7 +338,8 @@ def _init(model, cfg):
             if isinstance(m, nn.Linear) and m.bias is not None:
                 nn.init.zeros_(m.bias)
         if cfg.model == "transformer":
-            nn.init.normal_(model.unembed, std=1 / math.sqrt(cfg.p + 1))
+            fan = cfg.p + 1 if cfg.init == "nanda" else cfg.d_model
+            nn.init.normal_(model.unembed, std=1 / math.sqrt(fan))
         return
     # Singh et al.'s code: every nn.Linear (the MLP's and attention's out_proj) truncated
     # normal std 1/sqrt(fan_in) cut at +-2 std, biases 0; the fused in_proj keeps its

@@ -17,7 +17,8 @@ import torch
 from bench import main as bench_main
 from test_train import BATCHED, DEVICES, HERE, quiet, small_cfg
 from fast import cuda_graph
-from train import AdamW, train
+from optim import AdamW
+from train import train
 
 
 # ---------------------------------------------------------------- several runs, batched

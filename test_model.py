@@ -1,7 +1,7 @@
 """
 Tests: model.py against independent computations (nn.MultiheadAttention, every position), the
 fast paths of fast.py against model.py, every LN placement against its row of the table, the
-papers' inits, the data splits (training itself: test_train.py).
+papers' inits (the data: test_data.py; training: test_train.py).
 
     python -m pytest -q test_model.py
 """
@@ -10,7 +10,7 @@ import math
 import pytest
 import torch
 
-from data import Stop, make_data
+from data import Stop
 from fast import Stacked, build_runs, check_forward, forward_fn, unused
 from model import Config, LN_PLACEMENTS, build_model
 
@@ -299,61 +299,3 @@ def test_inits_follow_the_papers():
     assert abs(n.unembed.std().item() - 114 ** -0.5) < 0.005
     assert abs(n.blocks[0].fc2.weight.std().item() - 128 ** -0.5) < 0.005
     assert n.blocks[0].fc1.bias.abs().max() == 0
-
-
-# ---------------------------------------------------------------- data
-
-def test_random_split_sizes_disjoint_and_labels():
-    cfg = Config()
-    xtr, ytr, xte, yte = make_data(cfg)
-    assert len(xtr) == 3830 and len(xte) == 12769 - 3830
-    pairs = {tuple(r) for r in xtr[:, :2].tolist()} | {tuple(r) for r in xte[:, :2].tolist()}
-    assert len(pairs) == 12769
-    assert (xtr[:, 2] == 113).all()
-    assert torch.equal(ytr, (xtr[:, 0] + xtr[:, 1]) % 113)
-
-
-@pytest.mark.parametrize("op,f", [("sub", lambda a, b, p: (a - b) % p),
-                                  ("mul", lambda a, b, p: a * b % p),
-                                  ("div", lambda a, b, p: a * pow(b, p - 2, p) % p),
-                                  ("a2+b2", lambda a, b, p: (a * a + b * b) % p),
-                                  ("a2+ab+b2", lambda a, b, p: (a * a + a * b + b * b) % p),
-                                  ("a3+ab+b3", lambda a, b, p: (a ** 3 + a * b + b ** 3) % p)])
-def test_ops_labels(op, f):
-    xtr, ytr, xte, yte = make_data(Config(p=13, op=op))
-    for x, y in ((xtr, ytr), (xte, yte)):
-        for (a, b, _), c in zip(x.tolist(), y.tolist()):
-            assert c == f(a, b, 13)
-    if op == "div":
-        assert (xtr[:, 1] != 0).all() and (xte[:, 1] != 0).all() and len(xtr) + len(xte) == 13 * 12
-
-
-@pytest.mark.parametrize("split,hole", [("square", 20), ("strip", 10)])
-def test_dug_out_region_is_all_in_test(split, hole):
-    cfg = Config(split=split, hole=hole)
-    xtr, _, xte, _ = make_data(cfg)
-    in_hole = (lambda a, b: (a <= hole) & (b <= hole)) if split == "square" else \
-        (lambda a, b: a <= hole)
-    assert not in_hole(xtr[:, 0], xtr[:, 1]).any()
-    n_hole = (hole + 1) ** 2 if split == "square" else (hole + 1) * 113
-    assert in_hole(xte[:, 0], xte[:, 1]).sum() == n_hole
-    assert len(xtr) == 3830 and len(xtr) + len(xte) == 12769
-
-
-def test_balanced_split_counts_are_even():
-    for p, frac in ((113, 0.3), (23, 0.5), (31, 0.77)):
-        xtr, _, xte, _ = make_data(Config(p=p, frac=frac, split="balanced"))
-        assert len(xtr) == int(frac * p * p) and len(xtr) + len(xte) == p * p
-        assert len({tuple(r) for r in xtr[:, :2].tolist()}) == len(xtr)
-        for pos in (0, 1):
-            counts = torch.bincount(xtr[:, pos], minlength=p)
-            assert counts.max() - counts.min() <= 1
-        rnd = torch.bincount(make_data(Config(p=p, frac=frac))[0][:, 0], minlength=p)
-        assert rnd.max() - rnd.min() > 1  # the random split is not balanced: the test can tell
-
-
-def test_seed_and_data_seed():
-    a, b = make_data(Config(seed=1))[0], make_data(Config(seed=2))[0]
-    assert not torch.equal(a, b)
-    assert torch.equal(make_data(Config(seed=1, data_seed=5))[0],
-                       make_data(Config(seed=2, data_seed=5))[0])

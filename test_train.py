@@ -15,10 +15,12 @@ import numpy as np
 import pytest
 import torch
 
+import optim
 import train as train_module
 from data import Stop, make_data
 from model import Config, LN_PLACEMENTS, build_model
-from train import AdamW, load_checkpoint, main, parse_args, train
+from optim import AdamW
+from train import load_checkpoint, main, parse_args, train
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SMALL = dict(p=23, d_model=32, n_heads=4, d_mlp=64, frac=0.5, eval_every=5, ckpt_every=10)
@@ -333,7 +335,7 @@ def test_a_gradient_filter_with_state_resumes_and_batches_like_lone_runs(tmp_pat
 
 def test_a_schedule_takes_effect(tmp_path, monkeypatch):
     halve = lambda cfg, step: (cfg.lr * 0.5 ** (step // 10), cfg.wd)  # a forker's step decay
-    monkeypatch.setattr(train_module, "schedule", halve)
+    monkeypatch.setattr(optim, "schedule", halve)
     m = train(small_cfg(steps=30), str(tmp_path / "r"), log=quiet)
     assert [m["lr"][i] for i in (0, 2, 4)] == [1e-3, 5e-4, 2.5e-4]
     monkeypatch.undo()

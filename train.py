@@ -22,107 +22,26 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from data import Stop, load_checkpoint, make_data, save_atomic
+from data import Batches, Stop, load_checkpoint, make_data, save_atomic, token_frequency
 from fast import build_runs, cuda_graph, load_runs, named_params, run_states, tune_cpu
 from model import Config, PRESETS, build_model, flag
+from optim import AdamW, emb_lr_ratio, set_hyper
 
 GROK = 0.01  # "generalized" = first step with loss <= this (Singh et al.)
 MULTI = ("ln", "seed", "lr", "wd", "alpha")  # several values: every combination a run, batched
 # what runs trained together (one process, one Stacked model) may differ in
 STACKABLE = ("ln", "seed", "data_seed", "op", "split", "hole", "lr", "wd", "fix_wd", "alpha",
-             "alpha_lr", "emb_lr_ratio")
+             "alpha_lr", "emb_lr_ratio", "sampling")
 KEYS = ["step", "train_loss", "train_acc", "test_loss", "test_acc", "weight_norm", "update_norm",
         "lr", "emb_lr_ratio"]  # the columns of metrics.npz
 
 
-class AdamW(torch.optim.Optimizer):
-    """torch.optim.AdamW's update, operation for operation (on the CPU a lone run rounds
-    exactly as torch's does; tested), with lr and weight decay as tensors: one value per run of
-    a stack, set in place before each step (set_hyper), so batched runs differ in them and a
-    recorded CUDA graph reads the new values. Everything the update keeps lives in
-    self.state[p], which checkpoints, --resume, batched runs and the CUDA graph all carry."""
-
-    def __init__(self, params, betas, eps, runs=1):
-        # capturable: torch's load_state_dict then puts 'step' on the parameter's device
-        super().__init__(params, dict(betas=betas, eps=eps, capturable=True))
-        # per parameter (runs,) float64, a value per run; not state: set_hyper sets them anew
-        new = lambda p: torch.zeros(runs, dtype=torch.float64, device=p.device)
-        self.lr, self.wd = ([new(p) for p in self.param_groups[0]["params"]] for _ in "lw")
-        self.values = [None] * len(self.lr)  # what they hold, on the host
-
-    def set_hyper(self, lr, wd):
-        """lr and weight decay, per parameter a list of one value per run: copied in place (a
-        recorded CUDA graph reads these tensors), only when they change, and to a GPU from
-        pinned memory without waiting for it."""
-        for i, values in enumerate(zip(lr, wd)):
-            if values != self.values[i]:
-                self.values[i] = values
-                for t, v in zip((self.lr[i], self.wd[i]), values):
-                    src = torch.tensor(v, dtype=torch.float64)
-                    t.copy_(src.pin_memory() if t.is_cuda else src, non_blocking=True)
-
-    def direction(self, p, grad, state):
-        """The gradient the moments see: the one place for a gradient filter. Keep what it
-        needs in `state`, as tensors shaped like p (in a stack, one slice per run)."""
-        return grad
-
-    @torch.no_grad()
-    def step(self):
-        (b1, b2), eps = self.defaults["betas"], self.defaults["eps"]
-        for p, lr, wd in zip(self.param_groups[0]["params"], self.lr, self.wd):
-            if p.grad is None:  # a parameter this run never reads
-                continue
-            s = self.state[p]
-            if not s:  # torch.optim.AdamW's names and types
-                s["step"] = torch.zeros((), dtype=torch.float32, device=p.device)
-                s["exp_avg"], s["exp_avg_sq"] = torch.zeros_like(p), torch.zeros_like(p)
-            grad = self.direction(p, p.grad, s)
-            per_run = lambda t: t.to(p.dtype).view(-1, *[1] * (p.dim() - 1))  # (R, 1, ...)
-            s["step"] += 1
-            p.mul_(per_run(1 - lr * wd))
-            s["exp_avg"].lerp_(grad, 1 - b1)
-            s["exp_avg_sq"].mul_(b2).addcmul_(grad, grad, value=1 - b2)
-            # a CUDA graph cannot read a host number; on the CPU a Python one, as torch's AdamW
-            t = s["step"].double() if p.is_cuda else s["step"].item()
-            denom = (s["exp_avg_sq"].sqrt() / (1 - b2 ** t) ** 0.5).add_(eps)
-            p.add_(s["exp_avg"] * per_run(-(lr / (1 - b1 ** t))) / denom)
-
-
-def schedule(cfg, step):
-    """(lr, weight decay) of a run at `step`: the one place for a schedule. Nanda et al.'s
-    linear warm-up gives step 0 lr 0."""
-    f = min(step / cfg.warmup, 1.0) if cfg.warmup else 1.0
-    lr = cfg.lr / (cfg.alpha ** 2 if cfg.alpha_lr else 1)
-    return lr * f, cfg.wd * (1e-3 / cfg.lr if cfg.fix_wd else 1.0)
-
-
-def emb_lr_ratio(model, cfg, x_train):
-    """Embedding lr / lr. 'auto' is AlQuabeh et al.'s rule c = s_max(E)/s_max(W) * f_W/f_E:
-    W is the first layer after the embedding, f_W = 1 (it sees every example) and f_E the mean
-    fraction of train examples in which an operand token appears."""
-    if cfg.emb_lr_ratio != "auto":
-        return float(cfg.emb_lr_ratio)
-    W = model.fc1.weight if cfg.model == "mlp" else model.blocks[0].attn.in_proj_weight
-    E = model.embed.weight[:cfg.p]
-    f_E = F.one_hot(x_train[:, :2], cfg.p).amax(1).double().mean()
-    return float(torch.linalg.matrix_norm(E, 2) / torch.linalg.matrix_norm(W, 2) / f_E)
-
-
-def set_hyper(opt, names, cfgs, step, ratios, skip):
-    """Each run's lr and weight decay at `step`, per parameter, into the optimizer.
-    skip[r]: the parameters run r never reads (weight decay 0)."""
-    hyper = [schedule(c, step) for c in cfgs]
-    opt.set_hyper([[lr * (ratios[r] if n == "embed.weight" else 1)
-                    for r, (lr, _) in enumerate(hyper)] for n in names],
-                  [[0.0 if n in skip[r] else wd for r, (_, wd) in enumerate(hyper)]
-                   for n in names])
-
-
-def loss_fn(logits, y):
+def loss_fn(logits, y, dtype="float64"):
     """Mean cross-entropy over the last axis of y: (..., N, C), (..., N) -> (...).
-    In float64: float32 softmax underflow causes loss spikes (Nanda et al.)."""
-    ce = F.cross_entropy(logits.double().flatten(0, -2), y.flatten(), reduction="none")
-    return ce.view(y.shape).mean(-1)
+    In float64 by default: float32 softmax underflow causes loss spikes (Nanda et al.)."""
+    ce = F.cross_entropy(logits.to(getattr(torch, dtype)).flatten(0, -2), y.flatten(),
+                         reduction="none")
+    return ce.view(y.shape).mean(-1).double()
 
 
 def accuracy(logits, y):
@@ -204,6 +123,10 @@ def check_options(cfgs, run_dirs, device, resume):
         raise Stop("empty train or test set for this --frac/--split/--hole")
     if len(sizes) > 1:
         raise Stop("runs trained together need train and test sets of one size")
+    n_train = sizes.pop()[0]
+    if (cfgs[0].batch_size or 0) > n_train:
+        raise Stop(f"--batch-size {cfgs[0].batch_size} is larger than the training set "
+                   f"({n_train} pairs)")
     if len(set(run_dirs)) < len(run_dirs):
         raise Stop("--name names one run; several runs get names of their own")
     for d in run_dirs:
@@ -264,8 +187,18 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
     metrics, start = resume_runs(cfgs, run_dirs, model, opt, log) if resume else \
         ([{k: [] for k in KEYS} for _ in cfgs], 0)
     make_folders(cfgs, run_dirs)  # only now: a refused --resume leaves no folder behind
-    ratios = [emb_lr_ratio(model, c, x_tr[0]) for c in cfgs]  # several runs: never 'auto'
+    # mini-batches: each run's own seeded order; idx holds the current batch's indices
+    batches = [Batches(c, x) for c, x in zip(cfgs, x_tr)] if cfg.batch_size else None
+    idx = torch.zeros(R, cfg.batch_size or 0, dtype=torch.long, device=device)
+    f_E = token_frequency(cfg, x_tr[0])
+    ratios = [emb_lr_ratio(model, c, f_E) for c in cfgs]  # several runs: never 'auto'
     graphing, graph = device == "cuda", None  # GPU: the step is recorded once, then replayed
+
+    def step_loss():  # what a step descends: the loss on the training set or on the batch
+        if batches is None:
+            return loss_fn(forward(x_tr), y_tr, cfg.loss_dtype)
+        x = x_tr.gather(1, idx[..., None].expand(-1, -1, x_tr.shape[-1]))
+        return loss_fn(forward(x), y_tr.gather(1, idx), cfg.loss_dtype)
 
     def update(losses):
         opt.zero_grad(set_to_none=not graphing)  # a graph reads the .grad tensors it recorded
@@ -290,18 +223,22 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
                 break
             evaluate = step % cfg.eval_every == 0 or step % cfg.ckpt_every == 0 or step == end
             if evaluate and cfg.emb_lr_ratio == "auto":
-                ratios = [emb_lr_ratio(model, cfg, x_tr[0])]
-            set_hyper(opt, names, cfgs, step, ratios, skip)
+                ratios = [emb_lr_ratio(model, cfg, f_E)]
+            hyper = set_hyper(opt, names, cfgs, step, ratios, skip)
+            if batches:  # into the tensor a recorded graph reads
+                src = torch.from_numpy(np.stack([b(step) for b in batches]))
+                idx.copy_(src.pin_memory() if idx.is_cuda else src, non_blocking=True)
             if not evaluate:
-                graph.replay() if graph else update(loss_fn(forward(x_tr), y_tr))
+                graph.replay() if graph else update(step_loss())
                 continue
-            logits = forward(x_tr)  # logged and stepped on: one train forward a step
-            losses = loss_fn(logits, y_tr)
+            with torch.set_grad_enabled(batches is None):  # full batch: stepped on, too
+                logits = forward(x_tr)
+                losses = loss_fn(logits, y_tr, cfg.loss_dtype)
             with torch.no_grad():
                 test_logits = forward(x_te)
                 before = [p.detach().clone() for p in params]
-            if not record(metrics, cfgs, step, (logits, y_tr), (test_logits, y_te), losses,
-                          before, ratios, log):
+            if not record(metrics, step, (logits, y_tr), (test_logits, y_te), losses,
+                          before, hyper, ratios, cfg.loss_dtype, log):
                 save_metrics(metrics, run_dirs)
                 break
             grok = [first_below(m["step"], m["test_loss"]) for m in metrics]
@@ -311,7 +248,7 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
                 save(step)  # before the update: the checkpoint holds theta_step
                 if step == end:
                     break
-            update(losses)
+            update(losses if batches is None else step_loss())
             with torch.no_grad():  # ||theta_{t+1} - theta_t|| of this step
                 upd = sum(((p - q).double() ** 2).reshape(R, -1).sum(1)
                           for p, q in zip(params, before)).sqrt().tolist()
@@ -319,7 +256,7 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
                 m["update_norm"][-1] = u
             if graphing and graph is None:
                 logits = losses = None  # free this step's graph: capture needs fresh grad nodes
-                graph = cuda_graph(lambda: update(loss_fn(forward(x_tr), y_tr)), list(params), opt)
+                graph = cuda_graph(lambda: update(step_loss()), list(params), opt)
             progress(metrics, step, end, start, t0, shown, log)
     finally:
         signal.signal(signal.SIGINT, old_handler)
@@ -330,7 +267,7 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
     return metrics[0] if single else metrics
 
 
-def record(metrics, cfgs, step, train, test, losses, params, ratios, log):
+def record(metrics, step, train, test, losses, params, hyper, ratios, dtype, log):
     """Append one metrics row per run (update_norm follows after the step). False: the loss
     is not finite, and the run stops with its last good checkpoint kept."""
     if not torch.isfinite(losses).all():  # the only host synchronisations: at evaluation
@@ -338,14 +275,14 @@ def record(metrics, cfgs, step, train, test, losses, params, ratios, log):
         log(f"error: train loss is {bad} at step {step}; stopped. The last good "
             f"checkpoint is kept: change --lr or --dtype and start again")
         return False
-    R = len(cfgs)
+    R = len(metrics)
     with torch.no_grad():
-        cols = dict(train_loss=losses, train_acc=accuracy(*train), test_loss=loss_fn(*test),
+        cols = dict(train_loss=losses, train_acc=accuracy(*train), test_loss=loss_fn(*test, dtype),
                     test_acc=accuracy(*test),
                     weight_norm=sum((p.double() ** 2).reshape(R, -1).sum(1) for p in params))
     cols = {k: v.tolist() for k, v in cols.items()}
-    for r, (m, c) in enumerate(zip(metrics, cfgs)):
-        row = dict(step=step, update_norm=float("nan"), lr=schedule(c, step)[0],
+    for r, m in enumerate(metrics):
+        row = dict(step=step, update_norm=float("nan"), lr=hyper[r][0],
                    emb_lr_ratio=ratios[r], **{k: v[r] for k, v in cols.items()})
         for k in KEYS:
             m[k].append(row[k])
