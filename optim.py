@@ -71,14 +71,15 @@ def schedule(cfg, step):
 
 
 @torch.no_grad()
-def emb_lr_ratio(model, cfg, f_E):
-    """Embedding lr / lr. 'auto' is AlQuabeh et al.'s rule c = s_max(E)/s_max(W) * f_W/f_E:
-    W is the first layer after the embedding; f the fraction of steps in which a block gets a
-    gradient: f_W = 1 (every step), f_E = data.token_frequency (1 with full batches)."""
+def emb_lr_ratio(P, cfg, f_E):
+    """Embedding lr / lr of a run with parameters P (name -> tensor). 'auto' is AlQuabeh et
+    al.'s rule c = s_max(E)/s_max(W) * f_W/f_E: W the first layer after the embedding; f the
+    fraction of steps in which a block gets a gradient: f_W = 1 (every step), f_E =
+    data.token_frequency (1 with full batches)."""
     if cfg.emb_lr_ratio != "auto":
         return float(cfg.emb_lr_ratio)
-    W = model.fc1.weight if cfg.model == "mlp" else model.blocks[0].attn.in_proj_weight
-    E = model.embed.weight[:cfg.p]
+    W = P["fc1.weight" if cfg.model == "mlp" else "blocks.0.attn.in_proj_weight"]
+    E = P["embed.weight"][:cfg.p]
     return float(torch.linalg.matrix_norm(E, 2) / torch.linalg.matrix_norm(W, 2) / f_E)
 
 

@@ -166,8 +166,9 @@ def test_token_frequency_is_the_fraction_of_steps_a_token_is_seen():
     model = build_model(Config(model="mlp", act="relu", emb_lr_ratio="auto"))
     s = lambda w: torch.linalg.matrix_norm(w, 2).item()
     full = s(model.embed.weight[:113]) / s(model.fc1.weight)
-    assert emb_lr_ratio(model, model.cfg, 1.0) == pytest.approx(full)
-    assert emb_lr_ratio(model, model.cfg, 0.25) == pytest.approx(4 * full)
+    P = dict(model.named_parameters())
+    assert emb_lr_ratio(P, model.cfg, 1.0) == pytest.approx(full)
+    assert emb_lr_ratio(P, model.cfg, 0.25) == pytest.approx(4 * full)
 
 
 @pytest.mark.parametrize("argv,msg", [
@@ -186,8 +187,10 @@ def test_bad_batch_and_vocabulary_options(argv, msg, tmp_path):
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_mini_batch_runs_resume_exactly_and_batch_like_lone_runs(device, tmp_path):
+    # and a stack may mix 'auto' with a fixed ratio: each run's from its own weights
     kw = dict(steps=40, batch_size=16, model="mlp", act="relu")
-    cfgs = [small_cfg(seed=s, sampling=m, **kw) for s, m in ((0, "random"), (1, "balanced"))]
+    cfgs = [small_cfg(seed=s, sampling=m, emb_lr_ratio=e, **kw)
+            for s, m, e in ((0, "random", "1"), (1, "balanced", "auto"))]
     dirs = [str(tmp_path / f"b{r}") for r in range(2)]
     batched = train(cfgs, dirs, device, log=quiet)
     alone = [train(c, str(tmp_path / f"s{r}"), device, log=quiet) for r, c in enumerate(cfgs)]

@@ -113,8 +113,6 @@ def check_options(cfgs, run_dirs, device, resume):
         if other:
             raise Stop(f"runs trained together may differ only in {', '.join(STACKABLE)}, "
                        f"not {', '.join(other)}")
-    if len(cfgs) > 1 and any(c.emb_lr_ratio == "auto" for c in cfgs):
-        raise Stop("--emb-lr-ratio auto differs per run: train such runs one at a time")
     if len(cfgs) > 1 and "off" in {c.ln for c in cfgs} and len({c.ln for c in cfgs}) > 1:
         raise Stop("runs trained together need the same parameters: train --ln off "
                    "(no LayerNorm) on its own")
@@ -190,8 +188,9 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
     # mini-batches: each run's own seeded order; idx holds the current batch's indices
     batches = [Batches(c, x) for c, x in zip(cfgs, x_tr)] if cfg.batch_size else None
     idx = torch.zeros(R, cfg.batch_size or 0, dtype=torch.long, device=device)
-    f_E = token_frequency(cfg, x_tr[0])
-    ratios = [emb_lr_ratio(model, c, f_E) for c in cfgs]  # several runs: never 'auto'
+    f_E = [token_frequency(c, x) for c, x in zip(cfgs, x_tr)]
+    run_params = lambda r: {n: p[r] if R > 1 else p for n, p in zip(names, params)}
+    ratios = [emb_lr_ratio(run_params(r), c, f_E[r]) for r, c in enumerate(cfgs)]
     graphing, graph = device == "cuda", None  # GPU: the step is recorded once, then replayed
 
     def step_loss():  # what a step descends: the loss on the training set or on the batch
@@ -222,8 +221,8 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
                 log(f"interrupted at step {step}: saved; continue with --resume")
                 break
             evaluate = step % cfg.eval_every == 0 or step % cfg.ckpt_every == 0 or step == end
-            if evaluate and cfg.emb_lr_ratio == "auto":
-                ratios = [emb_lr_ratio(model, cfg, f_E)]
+            if evaluate:  # 'auto' follows the weights
+                ratios = [emb_lr_ratio(run_params(r), c, f_E[r]) for r, c in enumerate(cfgs)]
             hyper = set_hyper(opt, names, cfgs, step, ratios, skip)
             if batches:  # into the tensor a recorded graph reads
                 src = torch.from_numpy(np.stack([b(step) for b in batches]))
