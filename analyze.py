@@ -230,12 +230,25 @@ def after_grok(m, key, f, window=1000):
 
 HEADER = [
     "configuration", "seeds", "train<=0.01 (mean +- std)", "test<=0.01 (mean +- std)", "reached",
-    "test acc>=0.9 at", "final test acc", "best test acc", "final acc in hole / rest of test",
+    "test acc>=0.9 at", "final test acc", "best test acc",
+    "acc in hole: final / best; rest of test: final; best test acc if the hole is never learned",
     "final acc, test pairs with / without their swap in train",
     "1000 steps after test acc>=0.9: max train loss / min test acc / share of evals with test "
     "acc<0.9", "C_Fourier at generalization", f"attn entropy at {AT}", f"SR-train at {AT}",
     f"eff. rank at {AT}", "eff. rank: peak / at generalization",
     "rank corr with test loss: MED / eff. rank", "key frequencies"]
+
+
+def hole_column(rs):
+    """Gu et al.'s dug-out regions: is the hole learned (final and best accuracy in it), the
+    rest of the test set, and the bound on test accuracy if the hole is never learned."""
+    if not all(not np.isnan(float(r.get("hole_bound", np.nan))) for r in rs):
+        return "-"
+    v = lambda f: [float(f(r)) for r in rs]
+    return " / ".join(fmt(x, 3) for x in (v(lambda r: r["hole_acc"][-1]),
+                                           v(lambda r: np.max(r["hole_acc"])),
+                                           v(lambda r: r["rest_acc"][-1]),
+                                           v(lambda r: r["hole_bound"])))
 
 
 def summary_row(lab, runs):
@@ -252,7 +265,7 @@ def summary_row(lab, runs):
             fmt([first_below(m["step"], -m["test_acc"], -0.9) for m in ms]),
             f"{np.mean([m['test_acc'][-1] for m in ms]):.3f}",
             fmt([float(np.max(m["test_acc"])) for m in ms], 3),
-            both(("hole_acc", "rest_acc"), 3), both(("swap_acc", "noswap_acc"), 3),
+            hole_column(rs), both(("swap_acc", "noswap_acc"), 3),
             " / ".join(fmt([after_grok(m, k, f) for m in ms], d) for k, f, d in slings),
             fmt(at_grok("c_fourier"), 2),
             *(fmt([at(r, k) for r in rs], 3 if k == "attn_entropy" else 2)

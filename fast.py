@@ -71,18 +71,17 @@ def transformer_table(cfg, P, alpha, tokens):
 
 
 def mlp_table(cfg, P, alpha, tokens):
-    """model.EmbedMLP's logits. The first layer is linear in each operand's input,
-    fc1([u_a, u_b]) = W_a u_a + W_b u_b + bias, so it runs on the (p+1)-row tables E W_a^T
-    and E W_b^T (one-hot input: the columns of W themselves) gathered per example, instead of
-    an (N, 2d) x (2d, d_mlp) product."""
-    Wa, Wb = P["fc1.weight"].chunk(2, dim=1)
-    if cfg.embed == "learned":
-        E = P["embed.weight"]
-        ta, tb = E @ Wa.T, E @ Wb.T
-    else:
-        ta, tb = Wa.T, Wb.T
-    h = ACTS[cfg.act](F.embedding(tokens[:, 0], ta) + F.embedding(tokens[:, 1], tb)
-                      + P["fc1.bias"])
+    """model.EmbedMLP's logits. The first layer is linear in each input token's vector,
+    fc1([u_a, u_b]) = W_a u_a + W_b u_b + bias, so it runs on the tables E W_a^T and E W_b^T
+    (one-hot input: the columns of W themselves) gathered per example, instead of an
+    (N, 2d) x (2d, d_mlp) product. With --mlp-eq, '=' is a third input and W a third block."""
+    n_in = 3 if cfg.mlp_eq else 2
+    W = P["fc1.weight"].chunk(n_in, dim=1)
+    tables = [P["embed.weight"] @ w.T for w in W] if cfg.embed == "learned" else [w.T for w in W]
+    act = ACTS[cfg.act]
+    h = act(sum(F.embedding(tokens[:, i], t) for i, t in enumerate(tables)) + P["fc1.bias"])
+    for i in range(cfg.n_layers - 1):
+        h = act(F.linear(h, P[f"hidden.{i}.weight"], P[f"hidden.{i}.bias"]))
     return alpha * F.linear(h, P["readout.weight"], P["readout.bias"])
 
 

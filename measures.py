@@ -79,6 +79,17 @@ def med(E):
     return float((torch.roll(E, -1, 0) - E).double().norm(dim=1).mean())
 
 
+def spread(v):
+    """Coefficient of variation std / mean of the values v (N,): 0 when all are equal."""
+    v = v.double()
+    return float(v.std(unbiased=False) / v.mean())
+
+
+def diagonal(c, t):
+    """The rows of a per-pair tensor t (row a*p + b) at the pairs (i, i), i = 0..p-1."""
+    return t[torch.arange(c.p) * (c.p + 1)]
+
+
 def attention_entropy(w):
     """w (N, heads, queries, keys) -> per-head -sum w log w averaged over examples and queries."""
     w = w.double().clamp_min(1e-30)
@@ -272,6 +283,15 @@ MEASURES = {  # name in analysis.npz -> function of the checkpoint's context
     "gini_logit": lambda c: gini(frequency_norms(neuron_logit_map(c.model, c.cfg), c.B)[1:]),
     "c_fourier": lambda c: c_fourier(c.E),
     "med": lambda c: (med(c.E) + med(c.E_b)) / 2,  # the operands' mean: Gu et al.'s code
+    # Gu et al.'s one-hot variant: MED of the first MLP layer's output on the pairs (i, i)
+    "med_hidden": lambda c: med(diagonal(c, c.cache["mlp_act"])),
+    # Gu et al.: weight decay makes the tokens uniform: the spread of ||phi(i)|| and of
+    # ||phi(i+1) - phi(i)|| over the first operand's tokens
+    "norm_spread": lambda c: spread(c.E.norm(dim=1)),
+    "diff_spread": lambda c: spread((torch.roll(c.E, -1, 0) - c.E).norm(dim=1)),
+    # Gu et al.: is the dug-out region learned, or only the rest? (NaN without a hole)
+    "hole_acc": lambda c: accuracy(c, hole_mask(c.cfg) & c.valid),
+    "rest_acc": lambda c: accuracy(c, c.test & ~hole_mask(c.cfg)),
     "attn_entropy": lambda c: float(np.mean(attn_entropy_heads(c))),
     "attn_entropy_heads": attn_entropy_heads,
     "sr_train": lambda c: ce(c.model(c.x[c.train], scale_free=True).double(), c.y[c.train]),
@@ -313,9 +333,9 @@ FINAL = {  # at the final checkpoint only: name -> function of its context (None
                                 .permute(2, 0, 1).numpy()),
     "neuron_ids": lambda c: top_neurons(c).numpy(),
     "final_loss": lambda c: ce(c.L[c.valid], c.y[c.valid]),
-    # Gu et al.: is the dug-out region learned, or only the rest?
-    "hole_acc": lambda c: accuracy(c, hole_mask(c.cfg) & c.valid),
-    "rest_acc": lambda c: accuracy(c, c.test & ~hole_mask(c.cfg)),
+    # the best test accuracy if the hole is never learned: the share of test pairs outside it
+    "hole_bound": lambda c: (float((c.test & ~hole_mask(c.cfg)).sum() / c.test.sum())
+                             if hole_mask(c.cfg).any() else np.nan),
     "swap_acc": lambda c: accuracy(c, swapped(c)),
     "noswap_acc": lambda c: accuracy(c, c.test & ~swapped(c)),
     "swap_share": lambda c: float(swapped(c).sum() / c.test.sum()),

@@ -72,7 +72,8 @@ class Config:
     # model
     model: str = option("transformer", "transformer | mlp")
     embed: str = option("learned", "mlp only: learned | onehot")
-    n_layers: int = option(1, "transformer blocks")
+    mlp_eq: bool = option(False, "mlp: the '=' token's embedding is a third input (Gu et al.)")
+    n_layers: int = option(1, "transformer blocks; mlp: hidden layers (Gu et al.'s DNN: 2)")
     d_model: int = option(128, "width of the residual stream (mlp: of each embedding)")
     n_heads: int = option(4, "attention heads")
     d_mlp: int = option(512, "MLP width")
@@ -149,6 +150,9 @@ class Config:
                        "the hole may not cover every a")
         if self.b_offset < 0:
             raise Stop(f"--b-offset {self.b_offset} must be non-negative")
+        if self.mlp_eq and (self.model != "mlp" or self.embed != "learned"):
+            raise Stop("--mlp-eq needs --model mlp with learned embeddings (a one-hot '=' is "
+                       "a constant input, i.e. a bias)")
         if self.model == "mlp" and self.embed == "onehot" and self.b_offset:
             raise Stop("--b-offset needs learned embeddings: one-hot operands have separate "
                        "inputs already")
@@ -299,7 +303,8 @@ class Transformer(nn.Module):
 
 class EmbedMLP(nn.Module):
     """AlQuabeh et al.: [E(a), E(b)] -> ReLU(W1 .) -> readout. With embed='onehot' the first
-    layer sees one-hot operands, i.e. it is a free lookup table with no E -> W coupling."""
+    layer sees one-hot operands, i.e. it is a free lookup table with no E -> W coupling.
+    Gu et al.'s DNN: [E(a), E(b), E('=')] (mlp_eq) and two hidden layers (n_layers=2)."""
 
     def __init__(self, cfg):
         super().__init__()
@@ -307,7 +312,9 @@ class EmbedMLP(nn.Module):
         d_in = cfg.d_model if cfg.embed == "learned" else cfg.p
         if cfg.embed == "learned":
             self.embed = nn.Embedding(cfg.n_vocab, cfg.d_model)
-        self.fc1 = nn.Linear(2 * d_in, cfg.d_mlp)
+        self.fc1 = nn.Linear((3 if cfg.mlp_eq else 2) * d_in, cfg.d_mlp)
+        self.hidden = nn.ModuleList(nn.Linear(cfg.d_mlp, cfg.d_mlp)
+                                    for _ in range(cfg.n_layers - 1))
         self.readout = nn.Linear(cfg.d_mlp, cfg.n_out)
         self.act = ACTS[cfg.act]
         self.register_buffer("alpha", torch.tensor(cfg.alpha), persistent=False)  # as Transformer
@@ -315,7 +322,7 @@ class EmbedMLP(nn.Module):
     def forward(self, tokens, cache=None, scale_free=False):
         a, b = tokens[:, 0], tokens[:, 1]
         if self.cfg.embed == "learned":
-            u = torch.cat([self.embed(a), self.embed(b)], -1)                  # (N, 2d)
+            u = self.embed(tokens[:, :3 if self.cfg.mlp_eq else 2]).flatten(1)  # (N, 2d or 3d)
         else:
             u = torch.cat([F.one_hot(a, self.cfg.p), F.one_hot(b, self.cfg.p)], -1)
             u = u.to(self.fc1.weight)                                          # (N, 2p)
@@ -323,11 +330,21 @@ class EmbedMLP(nn.Module):
             u = u / u.norm(dim=-1, keepdim=True)
         h = self.act(self.fc1(u))                                              # (N, d_mlp)
         if cache is not None:
-            cache.update(mlp_in=u, mlp_act=h, resid=h)
+            cache.update(mlp_in=u, mlp_act=h)
+        for layer in self.hidden:
+            h = self.act(layer(h))
+        if cache is not None:
+            cache["resid"] = h
         return self.alpha * self.readout(h)
 
 
 def _init(model, cfg):
+    if cfg.init == "gu" and cfg.model == "mlp":
+        # Gu et al.'s DNN: nn.Linear's own init (weights and biases U(+-1/sqrt(fan_in))), as
+        # constructed; the embedding randn / sqrt(d_model)
+        if hasattr(model, "embed"):
+            nn.init.normal_(model.embed.weight, std=1 / math.sqrt(cfg.d_model))
+        return
     if cfg.init in ("nanda", "gu"):
         # Nanda et al.: every matrix randn / sqrt(d_model), W_U randn / sqrt(p+1), biases 0;
         # norms keep weight 1 and bias 0. Gu et al.'s code: the same with W_U / sqrt(d_model).

@@ -8,6 +8,7 @@ import ast
 import csv
 import math
 import os
+import types
 
 import numpy as np
 import pytest
@@ -70,6 +71,22 @@ def fourier_logits(p, keys, scale=8.0):
     a, b, c = torch.meshgrid(torch.arange(p), torch.arange(p), torch.arange(p), indexing="ij")
     T = sum(torch.cos(2 * math.pi * k * (a + b - c).double() / p) for k in keys)
     return scale * T.reshape(p * p, p)
+
+
+def test_token_spreads_and_med_of_the_hidden_layer_by_hand():
+    assert M.spread(torch.tensor([1.0, 3.0])) == pytest.approx(0.5)  # std 1 over mean 2
+    p = 11
+    ang = 2 * math.pi * 3 * torch.arange(p).double() / p
+    circle = torch.stack([torch.cos(ang), torch.sin(ang)], 1)  # equal norms, equal steps
+    c = types.SimpleNamespace(E=circle * 2, p=p)
+    assert M.MEASURES["norm_spread"](c) < 1e-12 and M.MEASURES["diff_spread"](c) < 1e-12
+    c.E = circle * (1 + torch.arange(p).double()[:, None])  # norms 1..11
+    assert M.MEASURES["norm_spread"](c) == pytest.approx(M.spread(1 + torch.arange(p).double()))
+    # the hidden layer on the pairs (i, i): rows i * p + i of a per-pair table
+    act = torch.randn(p * p, 5).double()
+    c.cache = {"mlp_act": act}
+    want = torch.stack([act[i * p + i] for i in range(p)])
+    assert M.MEASURES["med_hidden"](c) == pytest.approx(M.med(want))
 
 
 def test_fourier_algorithm_logits_restricted_and_excluded_loss():
@@ -200,9 +217,10 @@ def test_analyze_folder_of_runs_and_skip_bad_ones(tmp_path, capsys):
     _, _, x, y = make_data(cfg)
     right, in_hole = model(x).argmax(-1) == y, (x[:, 0] <= 4) & (x[:, 1] <= 4)
     r = dict(np.load(hole / "analysis.npz"))
-    assert r["hole_acc"] == pytest.approx(right[in_hole].double().mean().item())
-    assert r["rest_acc"] == pytest.approx(right[~in_hole].double().mean().item())
-    assert r["rest_acc"] > 0.2
+    assert r["hole_acc"][-1] == pytest.approx(right[in_hole].double().mean().item())
+    assert r["rest_acc"][-1] == pytest.approx(right[~in_hole].double().mean().item())
+    assert r["rest_acc"][-1] > 0.2
+    assert r["hole_bound"] == pytest.approx((~in_hole).double().mean().item())
     # test pairs whose swap is a train pair
     train = {(int(a), int(b)) for a, b in make_data(cfg)[0][:, :2]}
     swapped = torch.tensor([(int(b), int(a)) in train for a, b in x[:, :2]])

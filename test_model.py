@@ -299,3 +299,18 @@ def test_inits_follow_the_papers():
     assert abs(n.unembed.std().item() - 114 ** -0.5) < 0.005
     assert abs(n.blocks[0].fc2.weight.std().item() - 128 ** -0.5) < 0.005
     assert n.blocks[0].fc1.bias.abs().max() == 0
+
+
+def test_gu_dnn_is_three_embeddings_into_two_hidden_layers():
+    cfg = Config(model="mlp", act="relu", n_layers=2, mlp_eq=True, init="gu", p=13, d_model=8,
+                 d_mlp=16)
+    m = build_model(cfg)
+    x = torch.tensor([[3, 5, 13], [0, 12, 13]])
+    u = torch.cat([m.embed.weight[x[:, i]] for i in range(3)], 1)          # [E(a), E(b), E(=)]
+    h = torch.relu(m.hidden[0](torch.relu(m.fc1(u))))
+    torch.testing.assert_close(m(x), m.readout(h))
+    check_forward(m, forward_fn(m), x, torch.tensor([8, 12]))  # the fast path agrees
+    bound = 1 / math.sqrt(16)  # nn.Linear's own init, as Gu et al.'s DNN
+    assert m.hidden[0].weight.abs().max() <= bound and m.hidden[0].bias.abs().max() > 0
+    with pytest.raises(Stop, match="--mlp-eq needs"):
+        Config(model="mlp", embed="onehot", mlp_eq=True).check()
