@@ -324,8 +324,8 @@ class EmbedMLP(nn.Module):
         if self.cfg.embed == "learned":
             u = self.embed(tokens[:, :3 if self.cfg.mlp_eq else 2]).flatten(1)  # (N, 2d or 3d)
         else:
-            u = torch.cat([F.one_hot(a, self.cfg.p), F.one_hot(b, self.cfg.p)], -1)
-            u = u.to(self.fc1.weight)                                          # (N, 2p)
+            ids = torch.arange(self.cfg.p, device=a.device)  # one-hot by comparison: vmap-safe
+            u = torch.cat([a[:, None] == ids, b[:, None] == ids], -1).to(self.fc1.weight)  # (N, 2p)
         if scale_free:
             u = u / u.norm(dim=-1, keepdim=True)
         h = self.act(self.fc1(u))                                              # (N, d_mlp)

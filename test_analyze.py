@@ -183,6 +183,7 @@ def test_analyze_folder_of_runs_and_skip_bad_ones(tmp_path, capsys):
         tiny_run(tmp_path, f"pre_s{s}", seed=s)
         tiny_run(tmp_path, f"off_s{s}", seed=s, ln="off")
     tiny_run(tmp_path, "mlp_s0", model="mlp")
+    tiny_run(tmp_path, "dnn_s0", model="mlp", embed="onehot", n_layers=2)  # Gu et al.'s one-hot
     tiny_run(tmp_path, "lr_s0", lr=3e-3)
     hole = tiny_run(tmp_path, "hole_s0", split="square", hole=4, steps=200, lr=1e-2, ckpt_every=100)
     os.makedirs(tmp_path / "empty" / "ckpt")
@@ -204,6 +205,8 @@ def test_analyze_folder_of_runs_and_skip_bad_ones(tmp_path, capsys):
     assert r["attn_entropy_heads"].shape == (3, 4)
     assert np.isfinite(r["hessian_embed"]).all() == False  # transformer: no Hessian measure
     assert np.isfinite(dict(np.load(tmp_path / "mlp_s0" / "analysis.npz"))["hessian_embed"]).all()
+    dnn = dict(np.load(tmp_path / "dnn_s0" / "analysis.npz"))
+    assert np.isfinite(dnn["ntk_distance"]).all() and np.isfinite(dnn["med_hidden"]).all()
     for f in ("curves", "fourier_embed", "progress", "med_cfourier_entropy", "heatmaps"):
         assert (tmp_path / "pre_s0" / "figures" / f"{f}.png").stat().st_size > 10000
     for f in ("loss_by_config", "steps_to_generalize", "c_fourier_by_config",
@@ -234,7 +237,7 @@ def test_analyze_folder_of_runs_and_skip_bad_ones(tmp_path, capsys):
         assert s in summary
     rows = list(csv.reader(open(tmp_path / "summary.csv")))
     col = rows[0].index("eff. rank: peak / at generalization")
-    mlp = [r for r in rows if "model=mlp" in r[0]]
+    mlp = [r for r in rows if "model=mlp, embed=learned" in r[0]]
     peak = np.load(tmp_path / "mlp_s0" / "analysis.npz")["eff_rank"].max()
     assert len(mlp) == 1 and mlp[0][col] == f"{peak:.1f} +- 0.0 / not reached"
     # unchanged checkpoints: not recomputed
