@@ -48,7 +48,8 @@ CHOICES = dict(op=tuple(OPS), split=SPLITS, model=("transformer", "mlp"),
                embed=("learned", "onehot"), act=tuple(ACTS), ln=tuple(LN_PLACEMENTS),
                norm=("layernorm", "rmsnorm"), init=("singh", "nanda", "gu"),
                dtype=("float32", "float64"), loss_dtype=("float32", "float64"),
-               sampling=("random", "balanced"))
+               sampling=("random", "balanced"), optimizer=("adamw", "adam", "muon"),
+               grokfast=("none", "ema", "ma"), loss=("ce", "stablemax"))
 
 
 def option(default, help):
@@ -95,6 +96,16 @@ class Config:
     fix_wd: bool = option(False, "wd *= 1e-3 / lr, so lr * wd stays as at lr 1e-3 (Singh et al.)")
     alpha_lr: bool = option(False, "lr /= alpha^2")
     emb_lr_ratio: str = option("1", "embedding lr / lr: a number, or 'auto' (AlQuabeh et al.)")
+    optimizer: str = option("adamw", "adamw | adam (L2 weight decay coupled to the gradient, "
+                            "as torch.optim.Adam) | muon (Muon for the hidden matrices, AdamW "
+                            "for the rest)")
+    grokfast: str = option("none", "gradient filter of Lee et al.: none | ema | ma")
+    gf_alpha: float = option(0.98, "grokfast ema: decay of the average")
+    gf_window: int = option(100, "grokfast ma: gradients averaged")
+    gf_lamb: float = option(2.0, "grokfast: grad + lamb * filtered grad")
+    orthograd: bool = option(False, "remove the gradient's component along the weights "
+                             "(Prieto et al.'s ⊥Grad)")
+    loss: str = option("ce", "ce (softmax cross-entropy) | stablemax (Prieto et al.)")
     steps: int = option(10000, "optimizer steps")
     batch_size: Optional[int] = option(None, "examples per step (default: the whole training "
                                        "set); each epoch visits every example once")
@@ -137,7 +148,7 @@ class Config:
                            f"choose from {', '.join(allowed)}")
         p = self.p
         for k in ("p", "n_layers", "d_model", "n_heads", "d_mlp", "steps", "eval_every",
-                  "ckpt_every"):
+                  "ckpt_every", "gf_window"):
             least = 2 if k == "p" else 1
             if getattr(self, k) < least:
                 raise Stop(f"--{flag(k)} {getattr(self, k)} must be at least {least}")
@@ -164,6 +175,9 @@ class Config:
         if self.lr <= 0 or self.wd < 0 or self.alpha <= 0 or self.warmup < 0 or self.eps < 0:
             raise Stop("--lr and --alpha must be positive, --wd, --warmup and --eps "
                        "non-negative")
+        if not 0 <= self.gf_alpha < 1 or self.gf_lamb < 0:
+            raise Stop(f"--gf-alpha {self.gf_alpha} must be in [0, 1) and --gf-lamb "
+                       f"{self.gf_lamb} non-negative")
         if not all(0 <= b < 1 for b in self.betas):
             raise Stop(f"--betas {self.betas} must be in [0, 1)")
         if self.batch_size is not None and self.batch_size < 1:

@@ -14,15 +14,25 @@ class AdamW(torch.optim.Optimizer):
     exactly as torch's does; tested), with lr and weight decay as tensors: one value per run of
     a stack, set in place before each step (set_hyper), so batched runs differ in them and a
     recorded CUDA graph reads the new values. Everything the update keeps lives in
-    self.state[p], which checkpoints, --resume, batched runs and the CUDA graph all carry."""
+    self.state[p], which checkpoints, --resume, batched runs and the CUDA graph all carry.
 
-    def __init__(self, params, betas, eps, runs=1):
+    The interventions (issue: grokking accelerators compared fairly), each one switch here:
+    coupled: Adam with L2 (torch.optim.Adam's weight_decay: wd * p joins the gradient) instead
+    of decoupled decay; grokfast ("ema", alpha, lamb) or ("ma", window, lamb): Lee et al.'s
+    gradient filters; orthograd: Prieto et al.'s gradient with its component along the weights
+    removed; muon: the parameters that Muon moves instead (matrices; torch.optim.Muon's update,
+    with the lr scaled to match AdamW's update size)."""
+
+    def __init__(self, params, betas, eps, runs=1, coupled=False, grokfast=None,
+                 orthograd=False, muon=()):
         # capturable: torch's load_state_dict then puts 'step' on the parameter's device
         super().__init__(params, dict(betas=betas, eps=eps, capturable=True))
         # per parameter (runs,) float64, a value per run; not state: set_hyper sets them anew
         new = lambda p: torch.zeros(runs, dtype=torch.float64, device=p.device)
         self.lr, self.wd = ([new(p) for p in self.param_groups[0]["params"]] for _ in "lw")
         self.values = [None] * len(self.lr)  # what they hold, on the host
+        self.stacked, self.coupled, self.grokfast = runs > 1, coupled, grokfast
+        self.orthograd, self.muon = orthograd, {id(p) for p in muon}
 
     def set_hyper(self, lr, wd):
         """lr and weight decay, per parameter a list of one value per run: copied in place (a
@@ -36,8 +46,12 @@ class AdamW(torch.optim.Optimizer):
                     t.copy_(src.pin_memory() if t.is_cuda else src, non_blocking=True)
 
     def direction(self, p, grad, state):
-        """The gradient the moments see: the one place for a gradient filter. Keep what it
-        needs in `state`, as tensors shaped like p (in a stack, one slice per run)."""
+        """The gradient the update sees: the one place for a gradient filter. Keep what it
+        needs in `state`, as tensors with p's leading run axis (in a stack)."""
+        if self.orthograd:
+            grad = orthogonal(p, grad, self.stacked)
+        if self.grokfast:
+            grad = grokfast(grad, state, *self.grokfast, self.stacked)
         return grad
 
     @torch.no_grad()
@@ -47,19 +61,107 @@ class AdamW(torch.optim.Optimizer):
             if p.grad is None:  # a parameter this run never reads
                 continue
             s = self.state[p]
-            if not s:  # torch.optim.AdamW's names and types
+            per_run = lambda t: t.to(p.dtype).view(-1, *[1] * (p.dim() - 1))  # (R, 1, ...)
+            if id(p) in self.muon:
+                muon_step(p, self.direction(p, p.grad, s), s, per_run(lr), per_run(wd))
+                continue
+            if "step" not in s:  # torch.optim.AdamW's names and types
                 s["step"] = torch.zeros((), dtype=torch.float32, device=p.device)
                 s["exp_avg"], s["exp_avg_sq"] = torch.zeros_like(p), torch.zeros_like(p)
             grad = self.direction(p, p.grad, s)
-            per_run = lambda t: t.to(p.dtype).view(-1, *[1] * (p.dim() - 1))  # (R, 1, ...)
             s["step"] += 1
-            p.mul_(per_run(1 - lr * wd))
+            if self.coupled:
+                grad = grad + p * per_run(wd)
+            else:
+                p.mul_(per_run(1 - lr * wd))
             s["exp_avg"].lerp_(grad, 1 - b1)
             s["exp_avg_sq"].mul_(b2).addcmul_(grad, grad, value=1 - b2)
             # a CUDA graph cannot read a host number; on the CPU a Python one, as torch's AdamW
             t = s["step"].double() if p.is_cuda else s["step"].item()
             denom = (s["exp_avg_sq"].sqrt() / (1 - b2 ** t) ** 0.5).add_(eps)
             p.add_(s["exp_avg"] * per_run(-(lr / (1 - b1 ** t))) / denom)
+
+
+def per_run_flat(t, stacked):
+    return t.reshape(len(t) if stacked else 1, -1)
+
+
+def orthogonal(p, grad, stacked):
+    """Prieto et al.'s ⊥Grad: the gradient less its projection on the weights (each run's
+    parameter tensor flattened), rescaled to the gradient's norm (their orthograd.py)."""
+    w, g = per_run_flat(p, stacked), per_run_flat(grad, stacked)
+    proj = (w * g).sum(1, keepdim=True) / ((w * w).sum(1, keepdim=True) + 1e-30)
+    g_orth = g - proj * w
+    scale = g.norm(dim=1, keepdim=True) / (g_orth.norm(dim=1, keepdim=True) + 1e-30)
+    return (g_orth * scale).view_as(grad)
+
+
+def grokfast(grad, state, kind, a, lamb, stacked):
+    """Lee et al.'s Grokfast: grad + lamb * (a low-pass filter of the gradients). 'ema': an
+    exponential average with decay a, started at the first gradient; 'ma': the mean of the
+    last a gradients, applied once a of them are in (their warm-up), kept in a ring buffer
+    with the window after the run axis, so a stack's state slices per run."""
+    if kind == "ema":
+        if "grokfast_ema" not in state:
+            state["grokfast_ema"] = grad.clone()
+        ema = state["grokfast_ema"]
+        ema.copy_(ema * a + grad * (1 - a))  # their order of operations
+        return grad + ema * lamb
+    w, axis = int(a), int(stacked)
+    if "grokfast_ring" not in state:
+        state["grokfast_ring"] = grad.unsqueeze(axis).repeat_interleave(w, axis) * 0
+        # in the parameter's dtype: torch's load_state_dict casts every state tensor to it
+        state["grokfast_count"] = torch.zeros((), dtype=grad.dtype, device=grad.device)
+    ring, count = state["grokfast_ring"], state["grokfast_count"]
+    ring.index_copy_(axis, (count % w).long().view(1), grad.unsqueeze(axis))
+    count += 1
+    full = (count >= w).to(grad.dtype)  # a tensor, not a branch: a CUDA graph replays it
+    return grad + ring.sum(axis) / w * lamb * full
+
+
+MUON = dict(momentum=0.95, ns=(3.4445, -4.7750, 2.0315), steps=5, eps=1e-7)  # torch's defaults
+
+
+def newton_schulz(G):
+    """torch.optim.Muon's orthogonalisation of a matrix (bfloat16, 5 quintic steps); of a stack
+    (R, A, B) matrix by matrix, so that a batched run rounds as a lone one."""
+    if G.dim() == 3:
+        return torch.stack([newton_schulz(g) for g in G])
+    a, b, c = MUON["ns"]
+    X = G.bfloat16()
+    tall = G.size(0) > G.size(1)
+    if tall:
+        X = X.T
+    X.div_(X.norm().clamp(min=MUON["eps"]))
+    for _ in range(MUON["steps"]):
+        gram = X @ X.T
+        X = torch.addmm(X, torch.addmm(gram, gram, gram, beta=b, alpha=c), X, beta=a)
+    return X.T if tall else X
+
+
+def muon_step(p, grad, s, lr, wd):
+    """torch.optim.Muon's update (nesterov momentum 0.95, decoupled weight decay), its lr
+    scaled by 0.2 sqrt(max(A, B)) ('match_rms_adamw', Moonshot AI): so AdamW's lr and wd carry
+    over, and a comparison at one lr is fair."""
+    if "momentum_buffer" not in s:
+        s["momentum_buffer"] = torch.zeros_like(p)
+    buf, mu = s["momentum_buffer"], MUON["momentum"]
+    buf.lerp_(grad, 1 - mu)
+    update = newton_schulz(grad.lerp(buf, mu))
+    p.mul_(1 - lr * wd)
+    p.add_(update * (-lr * 0.2 * max(p.shape[-2:]) ** 0.5))
+
+
+def make_optimizer(cfg, named, runs):
+    """The optimizer cfg asks for, over the (name, parameter) pairs of R runs."""
+    filt = {"ema": ("ema", cfg.gf_alpha, cfg.gf_lamb), "ma": ("ma", cfg.gf_window, cfg.gf_lamb),
+            "none": None}[cfg.grokfast]
+    # Muon moves the hidden matrices only (Jordan et al.): not the embeddings, positions or
+    # readout, and no vector
+    muon = [p for n, p in named if cfg.optimizer == "muon" and p.dim() - (runs > 1) == 2
+            and n.split(".")[0] not in ("embed", "pos", "unembed", "readout")]
+    return AdamW([p for _, p in named], cfg.betas, cfg.eps, runs, cfg.optimizer == "adam", filt,
+                 cfg.orthograd, muon)
 
 
 def schedule(cfg, step):

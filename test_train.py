@@ -16,7 +16,6 @@ import pytest
 import torch
 
 import optim
-import train as train_module
 from data import Stop, make_data
 from model import Config, LN_PLACEMENTS, build_model
 from optim import AdamW
@@ -318,7 +317,7 @@ class Filtered(AdamW):
 
 def test_a_gradient_filter_with_state_resumes_and_batches_like_lone_runs(tmp_path, monkeypatch):
     plain = train(small_cfg(steps=30), str(tmp_path / "plain"), log=quiet)
-    monkeypatch.setattr(train_module, "AdamW", Filtered)
+    monkeypatch.setattr(optim, "AdamW", Filtered)
     cfgs = [small_cfg(steps=30, **kw) for kw in BATCHED[:2]]
     alone = [train(c, str(tmp_path / f"a{r}"), log=quiet) for r, c in enumerate(cfgs)]
     assert not np.allclose(plain["train_loss"][1:], alone[0]["train_loss"][1:])  # it filters

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from data import Batches, Stop, load_checkpoint, make_data, save_atomic, token_frequency
 from fast import build_runs, cuda_graph, load_runs, named_params, run_states, tune_cpu
 from model import Config, PRESETS, build_model, flag
-from optim import AdamW, emb_lr_ratio, set_hyper
+from optim import emb_lr_ratio, make_optimizer, set_hyper
 
 GROK = 0.01  # "generalized" = first step with loss <= this (Singh et al.)
 MULTI = ("ln", "seed", "lr", "wd", "alpha")  # several values: every combination a run, batched
@@ -33,15 +33,30 @@ MULTI = ("ln", "seed", "lr", "wd", "alpha")  # several values: every combination
 STACKABLE = ("ln", "seed", "data_seed", "op", "split", "hole", "lr", "wd", "fix_wd", "alpha",
              "alpha_lr", "emb_lr_ratio", "sampling")
 KEYS = ["step", "train_loss", "train_acc", "test_loss", "test_acc", "weight_norm", "update_norm",
-        "lr", "emb_lr_ratio"]  # the columns of metrics.npz
+        "lr", "emb_lr_ratio", "collapse", "zero_loss"]  # the columns of metrics.npz
 
 
-def loss_fn(logits, y, dtype="float64"):
-    """Mean cross-entropy over the last axis of y: (..., N, C), (..., N) -> (...).
-    In float64 by default: float32 softmax underflow causes loss spikes (Nanda et al.)."""
-    ce = F.cross_entropy(logits.to(getattr(torch, dtype)).flatten(0, -2), y.flatten(),
-                         reduction="none")
+def loss_fn(logits, y, dtype="float64", kind="ce"):
+    """Mean cross-entropy over the last axis of y: (..., N, C), (..., N) -> (...). In float64
+    by default: float32 softmax underflow causes loss spikes (Nanda et al.). kind 'stablemax':
+    Prieto et al.'s StableMax, s(x) = x + 1 for x >= 0 and 1 / (1 - x) below, in place of exp."""
+    z = logits.to(getattr(torch, dtype)).flatten(0, -2)
+    if kind == "stablemax":
+        s = torch.where(z >= 0, z + 1, 1 / (1 - z.clamp(max=0)))
+        z = s.log()  # then softmax(log s) = s / sum s
+    ce = F.cross_entropy(z, y.flatten(), reduction="none")
     return ce.view(y.shape).mean(-1).double()
+
+
+def collapse(logits, y, dtype):
+    """Prieto et al.'s softmax collapse, per run: the share of rows whose sum of
+    exp(logit - max) rounds to 1 in the loss dtype (only the top class counts), and the share
+    whose loss is exactly 0 (no gradient)."""
+    z = logits.to(getattr(torch, dtype))
+    z = z - z.amax(-1, keepdim=True)
+    ones = (z.exp().sum(-1) == 1).double().mean(-1)
+    zero = (-z.log_softmax(-1).gather(-1, y[..., None])[..., 0] == 0).double().mean(-1)
+    return ones, zero
 
 
 def accuracy(logits, y):
@@ -162,7 +177,9 @@ def resume_runs(cfgs, run_dirs, model, opt, log):
     for d in run_dirs:
         old = np.load(os.path.join(d, "metrics.npz"))
         keep = old["step"] < start  # rows from `start` on are recomputed, as uninterrupted
-        metrics.append({k: list(old[k][keep]) for k in KEYS})
+        # a column newer than the run: NaN before the resume
+        metrics.append({k: list(old[k][keep]) if k in old else [np.nan] * int(keep.sum())
+                        for k in KEYS})
     log(f"resuming {', '.join(run_dirs)} at step {start}")
     return metrics, start
 
@@ -181,7 +198,7 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
     models = [build_model(c).to(device) for c in cfgs]
     model, forward, skip = build_runs(models, fast, probe=(x_tr[0, :64], y_tr[0, :64]))
     names, params = zip(*named_params(model))
-    opt = AdamW(list(params), cfg.betas, cfg.eps, R)
+    opt = make_optimizer(cfg, list(zip(names, params)), R)
     metrics, start = resume_runs(cfgs, run_dirs, model, opt, log) if resume else \
         ([{k: [] for k in KEYS} for _ in cfgs], 0)
     make_folders(cfgs, run_dirs)  # only now: a refused --resume leaves no folder behind
@@ -195,9 +212,9 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
 
     def step_loss():  # what a step descends: the loss on the training set or on the batch
         if batches is None:
-            return loss_fn(forward(x_tr), y_tr, cfg.loss_dtype)
+            return loss_fn(forward(x_tr), y_tr, cfg.loss_dtype, cfg.loss)
         x = x_tr.gather(1, idx[..., None].expand(-1, -1, x_tr.shape[-1]))
-        return loss_fn(forward(x), y_tr.gather(1, idx), cfg.loss_dtype)
+        return loss_fn(forward(x), y_tr.gather(1, idx), cfg.loss_dtype, cfg.loss)
 
     def update(losses):
         opt.zero_grad(set_to_none=not graphing)  # a graph reads the .grad tensors it recorded
@@ -232,12 +249,12 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
                 continue
             with torch.set_grad_enabled(batches is None):  # full batch: stepped on, too
                 logits = forward(x_tr)
-                losses = loss_fn(logits, y_tr, cfg.loss_dtype)
+                losses = loss_fn(logits, y_tr, cfg.loss_dtype, cfg.loss)
             with torch.no_grad():
                 test_logits = forward(x_te)
                 before = [p.detach().clone() for p in params]
             if not record(metrics, step, (logits, y_tr), (test_logits, y_te), losses,
-                          before, hyper, ratios, cfg.loss_dtype, log):
+                          before, hyper, ratios, (cfg.loss_dtype, cfg.loss), log):
                 save_metrics(metrics, run_dirs)
                 break
             grok = [first_below(m["step"], m["test_loss"]) for m in metrics]
@@ -266,7 +283,7 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
     return metrics[0] if single else metrics
 
 
-def record(metrics, step, train, test, losses, params, hyper, ratios, dtype, log):
+def record(metrics, step, train, test, losses, params, hyper, ratios, loss, log):
     """Append one metrics row per run (update_norm follows after the step). False: the loss
     is not finite, and the run stops with its last good checkpoint kept."""
     if not torch.isfinite(losses).all():  # the only host synchronisations: at evaluation
@@ -276,8 +293,9 @@ def record(metrics, step, train, test, losses, params, hyper, ratios, dtype, log
         return False
     R = len(metrics)
     with torch.no_grad():
-        cols = dict(train_loss=losses, train_acc=accuracy(*train), test_loss=loss_fn(*test, dtype),
-                    test_acc=accuracy(*test),
+        ones, zero = collapse(*train, loss[0])
+        cols = dict(train_loss=losses, train_acc=accuracy(*train), test_loss=loss_fn(*test, *loss),
+                    test_acc=accuracy(*test), collapse=ones, zero_loss=zero,
                     weight_norm=sum((p.double() ** 2).reshape(R, -1).sum(1) for p in params))
     cols = {k: v.tolist() for k, v in cols.items()}
     for r, m in enumerate(metrics):
