@@ -79,10 +79,11 @@ def mlp_table(cfg, P, alpha, tokens):
     W = P["fc1.weight"].chunk(n_in, dim=1)
     tables = [P["embed.weight"] @ w.T for w in W] if cfg.embed == "learned" else [w.T for w in W]
     act = ACTS[cfg.act]
-    h = act(sum(F.embedding(tokens[:, i], t) for i, t in enumerate(tables)) + P["fc1.bias"])
+    h = sum(F.embedding(tokens[:, i], t) for i, t in enumerate(tables))
+    h = act(h + P["fc1.bias"] if cfg.bias else h)
     for i in range(cfg.n_layers - 1):
-        h = act(F.linear(h, P[f"hidden.{i}.weight"], P[f"hidden.{i}.bias"]))
-    return alpha * F.linear(h, P["readout.weight"], P["readout.bias"])
+        h = act(F.linear(h, P[f"hidden.{i}.weight"], P.get(f"hidden.{i}.bias")))
+    return alpha * F.linear(h, P["readout.weight"], P.get("readout.bias"))
 
 
 def forward_fn(model, fast=True):

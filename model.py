@@ -8,8 +8,8 @@ The models of the four grokking papers, built from one config: the readable refe
 Two families share one interface:
 - model="transformer": embed + learned positions, n_layers blocks of multi-head attention and an
   MLP, untied unembedding read at the last position (Singh et al.; Nanda et al.).
-- model="mlp": the two operand embeddings concatenated into a one-hidden-layer MLP (AlQuabeh et
-  al.); embed="onehot" feeds the operands straight into the first layer.
+- model="mlp": the operand embeddings concatenated into an MLP with n_layers hidden layers
+  (AlQuabeh et al.: 1; Gu et al.'s DNN: 2); embed="onehot": the operands go straight in.
 
 This file is the maths. fast.py computes the same functions faster for training; every training
 run checks it against this file first (train.py), so an edit here is never silently ignored.
@@ -46,7 +46,7 @@ LN_PLACEMENTS = {
 ACTS = {"gelu": F.gelu, "relu": F.relu}
 CHOICES = dict(op=tuple(OPS), split=SPLITS, model=("transformer", "mlp"),
                embed=("learned", "onehot"), act=tuple(ACTS), ln=tuple(LN_PLACEMENTS),
-               norm=("layernorm", "rmsnorm"), init=("singh", "nanda", "gu"),
+               norm=("layernorm", "rmsnorm"), init=("singh", "nanda", "gu", "torch"),
                dtype=("float32", "float64"), loss_dtype=("float32", "float64"),
                sampling=("random", "balanced"), optimizer=("adamw", "adam", "muon"),
                grokfast=("none", "ema", "ma"), loss=("ce", "stablemax"))
@@ -74,6 +74,7 @@ class Config:
     model: str = option("transformer", "transformer | mlp")
     embed: str = option("learned", "mlp only: learned | onehot")
     mlp_eq: bool = option(False, "mlp: the '=' token's embedding is a third input (Gu et al.)")
+    bias: bool = option(True, "mlp: biases in its layers (--no-bias: Prieto et al.)")
     n_layers: int = option(1, "transformer blocks; mlp: hidden layers (Gu et al.'s DNN: 2)")
     d_model: int = option(128, "width of the residual stream (mlp: of each embedding)")
     n_heads: int = option(4, "attention heads")
@@ -84,7 +85,8 @@ class Config:
     norm: str = option("layernorm", "layernorm | rmsnorm")
     ln_eps: float = option(0.0, "norm epsilon (Singh et al.: 0)")
     alpha: float = option(1.0, "readout scale: logits = alpha * h @ W_U")
-    init: str = option("singh", "singh | nanda | gu (the papers' initialisations)")
+    init: str = option("singh", "singh | nanda | gu (the papers' initialisations) | torch "
+                       "(the modules' own, as Prieto et al.)")
     eq_class: bool = option(True, "transformer: the readout keeps a class for '=' (p+1-way, "
                             "Singh's and Nanda's code); --no-eq-class: p-way (Gu et al.)")
     # optimization (AdamW)
@@ -96,15 +98,13 @@ class Config:
     fix_wd: bool = option(False, "wd *= 1e-3 / lr, so lr * wd stays as at lr 1e-3 (Singh et al.)")
     alpha_lr: bool = option(False, "lr /= alpha^2")
     emb_lr_ratio: str = option("1", "embedding lr / lr: a number, or 'auto' (AlQuabeh et al.)")
-    optimizer: str = option("adamw", "adamw | adam (L2 weight decay coupled to the gradient, "
-                            "as torch.optim.Adam) | muon (Muon for the hidden matrices, AdamW "
-                            "for the rest)")
+    optimizer: str = option("adamw", "adamw | adam (coupled L2, as torch.optim.Adam) | muon "
+                            "(Muon for the hidden matrices, AdamW for the rest)")
     grokfast: str = option("none", "gradient filter of Lee et al.: none | ema | ma")
     gf_alpha: float = option(0.98, "grokfast ema: decay of the average")
     gf_window: int = option(100, "grokfast ma: gradients averaged")
     gf_lamb: float = option(2.0, "grokfast: grad + lamb * filtered grad")
-    orthograd: bool = option(False, "remove the gradient's component along the weights "
-                             "(Prieto et al.'s ⊥Grad)")
+    orthograd: bool = option(False, "Prieto et al.'s ⊥Grad: no gradient along the weights")
     loss: str = option("ce", "ce (softmax cross-entropy) | stablemax (Prieto et al.)")
     steps: int = option(10000, "optimizer steps")
     batch_size: Optional[int] = option(None, "examples per step (default: the whole training "
@@ -175,11 +175,11 @@ class Config:
         if self.lr <= 0 or self.wd < 0 or self.alpha <= 0 or self.warmup < 0 or self.eps < 0:
             raise Stop("--lr and --alpha must be positive, --wd, --warmup and --eps "
                        "non-negative")
-        if not 0 <= self.gf_alpha < 1 or self.gf_lamb < 0:
-            raise Stop(f"--gf-alpha {self.gf_alpha} must be in [0, 1) and --gf-lamb "
-                       f"{self.gf_lamb} non-negative")
-        if not all(0 <= b < 1 for b in self.betas):
-            raise Stop(f"--betas {self.betas} must be in [0, 1)")
+        for k, v in (("betas", self.betas), ("gf-alpha", (self.gf_alpha,))):
+            if not all(0 <= b < 1 for b in v):
+                raise Stop(f"--{k} {' '.join(map(str, v))} must be in [0, 1)")
+        if self.gf_lamb < 0:
+            raise Stop(f"--gf-lamb {self.gf_lamb} must be non-negative")
         if self.batch_size is not None and self.batch_size < 1:
             raise Stop(f"--batch-size {self.batch_size} must be at least 1")
         if self.sampling != "random" and self.batch_size is None:
@@ -326,10 +326,10 @@ class EmbedMLP(nn.Module):
         d_in = cfg.d_model if cfg.embed == "learned" else cfg.p
         if cfg.embed == "learned":
             self.embed = nn.Embedding(cfg.n_vocab, cfg.d_model)
-        self.fc1 = nn.Linear((3 if cfg.mlp_eq else 2) * d_in, cfg.d_mlp)
-        self.hidden = nn.ModuleList(nn.Linear(cfg.d_mlp, cfg.d_mlp)
+        self.fc1 = nn.Linear((3 if cfg.mlp_eq else 2) * d_in, cfg.d_mlp, bias=cfg.bias)
+        self.hidden = nn.ModuleList(nn.Linear(cfg.d_mlp, cfg.d_mlp, bias=cfg.bias)
                                     for _ in range(cfg.n_layers - 1))
-        self.readout = nn.Linear(cfg.d_mlp, cfg.n_out)
+        self.readout = nn.Linear(cfg.d_mlp, cfg.n_out, bias=cfg.bias)
         self.act = ACTS[cfg.act]
         self.register_buffer("alpha", torch.tensor(cfg.alpha), persistent=False)  # as Transformer
 
@@ -353,6 +353,8 @@ class EmbedMLP(nn.Module):
 
 
 def _init(model, cfg):
+    if cfg.init == "torch":
+        return
     if cfg.init == "gu" and cfg.model == "mlp":
         # Gu et al.'s DNN: nn.Linear's own init (weights and biases U(+-1/sqrt(fan_in))), as
         # constructed; the embedding randn / sqrt(d_model)

@@ -314,3 +314,14 @@ def test_gu_dnn_is_three_embeddings_into_two_hidden_layers():
     assert m.hidden[0].weight.abs().max() <= bound and m.hidden[0].bias.abs().max() > 0
     with pytest.raises(Stop, match="--mlp-eq needs"):
         Config(model="mlp", embed="onehot", mlp_eq=True).check()
+
+
+def test_prieto_mlp_has_no_biases_and_torch_init():
+    cfg = Config(model="mlp", embed="onehot", n_layers=2, d_mlp=20, bias=False, init="torch",
+                 p=13, act="relu")
+    m = build_model(cfg)
+    assert [n for n, _ in m.named_parameters()] == ["fc1.weight", "hidden.0.weight",
+                                                    "readout.weight"]
+    assert m.fc1.weight.abs().max() <= 1 / math.sqrt(26)  # nn.Linear's own U(+-1/sqrt(fan_in))
+    x = torch.tensor([[3, 5, 13], [0, 12, 13]])
+    check_forward(m, forward_fn(m), x, torch.tensor([8, 12]))
