@@ -13,6 +13,8 @@ import csv
 import glob
 import hashlib
 import inspect
+import itertools
+import math
 import os
 import sys
 import time
@@ -236,7 +238,8 @@ HEADER = [
     "1000 steps after test acc>=0.9: max train loss / min test acc / share of evals with test "
     "acc<0.9", "C_Fourier at generalization", f"attn entropy at {AT}", f"SR-train at {AT}",
     f"eff. rank at {AT}", "eff. rank: peak / at generalization",
-    "rank corr with test loss: MED / eff. rank", "key frequencies"]
+    "rank corr with test loss: MED / eff. rank", "key frequencies",
+    "test acc>=0.95 at", "vs baseline (same setting, no intervention): Mann-Whitney U / p"]
 
 
 def hole_column(rs):
@@ -251,8 +254,48 @@ def hole_column(rs):
                                            v(lambda r: r["hole_bound"])))
 
 
-def summary_row(lab, runs):
-    """One configuration's row of HEADER; runs: [(run, cfg, metrics, analysis), ...]."""
+INTERVENTIONS = ("optimizer", "grokfast", "gf_alpha", "gf_window", "gf_lamb", "orthograd", "loss")
+
+
+def baselines(groups):
+    """Each configuration's baseline: the one with the same setting, no intervention (every
+    INTERVENTIONS option at its default) and the setting's most common lr; None if none."""
+    default = Config()
+    plain = lambda c: all(getattr(c, k) == getattr(default, k) for k in INTERVENTIONS)
+    setting = lambda c: tuple((k, v) for k, v in c.to_dict().items()
+                              if k not in IGNORED + INTERVENTIONS + ("lr",))
+    lrs = {}
+    for runs in groups.values():
+        lrs.setdefault(setting(runs[0][1]), []).extend(c.lr for _, c, _, _ in runs)
+    out = {}
+    for lab, runs in groups.items():
+        s = setting(runs[0][1])
+        lr = Counter(lrs[s]).most_common(1)[0][0]
+        out[lab] = next((g for g in groups.values() if setting(g[0][1]) == s
+                         and plain(g[0][1]) and g[0][1].lr == lr), None)
+    return out
+
+
+def mann_whitney(x, y):
+    """(U of x against y, two-sided p): exact, over every split of the pooled ranks, when there
+    are at most 200k, else the normal approximation with ties corrected. A run that never
+    generalized (None) counts as later than every step."""
+    v = np.array([np.inf if s is None else s for s in list(x) + list(y)], float)
+    n1, n = len(x), len(v)
+    _, inv, counts = np.unique(v, return_inverse=True, return_counts=True)
+    ranks = (np.cumsum(counts) - (counts - 1) / 2)[inv]  # ties share their mean rank
+    u = lambda r: r.sum() - n1 * (n1 + 1) / 2
+    U, mu = u(ranks[:n1]), n1 * (n - n1) / 2
+    if math.comb(n, n1) <= 200000:
+        us = np.array([u(ranks[list(c)]) for c in itertools.combinations(range(n), n1)])
+        return U, float(np.mean(np.abs(us - mu) >= abs(U - mu) - 1e-9))
+    var = n1 * (n - n1) / 12 * (n + 1 - (counts ** 3 - counts).sum() / (n * (n - 1)))
+    return U, math.erfc(abs(U - mu) / math.sqrt(2 * var)) if var > 0 else 1.0
+
+
+def summary_row(lab, runs, base=None):
+    """One configuration's row of HEADER; runs: [(run, cfg, metrics, analysis), ...]; base:
+    the runs of its baseline configuration, if any."""
     ms, rs = [m for _, _, m, _ in runs], [r for _, _, _, r in runs]
     te = grok_steps(runs)
     at_grok = lambda k: [at(r, k, g) for r, g in zip(rs, te) if g is not None]
@@ -275,12 +318,16 @@ def summary_row(lab, runs):
             + fmt(at_grok("eff_rank"), 1),
             " / ".join(f"{np.mean([rank_corr(r[k], r['test_loss']) for r in rs]):.2f}"
                        for k in ("med", "eff_rank")),
-            "; ".join(str([int(k) for k in r["keys"]]) for r in rs)]
+            "; ".join(str([int(k) for k in r["keys"]]) for r in rs),
+            fmt([first_below(m["step"], -m["test_acc"], -0.95) for m in ms]),
+            "-" if base is None or base is runs else
+            "U {:g} / p {:.3f}".format(*mann_whitney(te, grok_steps(base)))]
 
 
 def write_summary(root, groups):
     """runs/summary.csv and runs/summary.md, one row per configuration."""
-    rows = [summary_row(lab, runs) for lab, runs in groups.items()]
+    base = baselines(groups)
+    rows = [summary_row(lab, runs, base[lab]) for lab, runs in groups.items()]
     with open(os.path.join(root, "summary.csv.tmp"), "w", newline="") as f:
         csv.writer(f).writerows([HEADER] + rows)
     os.replace(os.path.join(root, "summary.csv.tmp"), os.path.join(root, "summary.csv"))

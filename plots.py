@@ -195,7 +195,9 @@ def steps_to_generalize(path, groups, grok, styles, thr):
     fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(labs)), 4.5))
     ax.bar(range(len(labs)), [np.mean(grok[l]) if grok[l] else np.nan for l in labs],
            yerr=[np.std(grok[l]) if grok[l] else 0 for l in labs],
-           color=[styles[l][0] for l in labs], capsize=4)
+           color=[styles[l][0] for l in labs], capsize=4, alpha=0.6)
+    for i, l in enumerate(labs):  # every seed that generalized, as a dot
+        ax.plot([i] * len(grok[l]), grok[l], "k.", markersize=5)
     ax.set_xticks(range(len(labs)), [f"{l}\n({len(grok[l])}/{len(groups[l])} seeds)" for l in labs],
                   fontsize=7, rotation=20)
     ax.set(ylabel=f"steps until test loss <= {thr}",
