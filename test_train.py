@@ -269,7 +269,7 @@ def test_batched_runs_are_every_combination_and_share_shape(tmp_path):
 
 
 @pytest.mark.parametrize("script", sorted(f for f in os.listdir(os.path.join(HERE, "experiments"))
-                                           if f != "jobs.sh"))
+                                           if f.endswith(".sh") and f != "jobs.sh"))
 def test_experiment_scripts_list_valid_distinct_runs(script):
     def runs(mode):  # the run folders that the commands `script mode` prints would write
         out = subprocess.run(["bash", os.path.join(HERE, "experiments", script), mode],

@@ -1,0 +1,81 @@
+"""
+The mini-batch table of REPRODUCTION.md (AlQuabeh et al.), from the run folders of
+experiments/minibatch.sh: steps to generalize per configuration, how often a token is in a
+step's batch (recounted from the sampler, which is a function of seed and step), and the top
+Hessian eigenvalue of the embedding and first-layer blocks at step 2000 (every run has memorized
+most of its training set and none has generalized there).
+
+    python experiments/minibatch_table.py runs/minibatch
+"""
+import glob
+import json
+import os
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from data import Batches, load_checkpoint, make_data  # noqa: E402
+from measures import hessian_top  # noqa: E402
+from model import Config, build_model  # noqa: E402
+from train import first_below  # noqa: E402
+
+
+def presence(cfg, x):
+    """Per operand token: the fraction of one epoch's steps whose batch holds it."""
+    b = Batches(cfg, x)
+    seen = np.zeros((b.per_epoch, int(x.max()) + 1), bool)
+    for t in range(b.per_epoch):
+        seen[t, x[b(t), :2].flatten().numpy()] = True
+    return seen[:, :cfg.p].mean(0)
+
+
+def top_eigenvalues(run, cfg, x, y, step=2000):
+    """Top Hessian eigenvalue of the train loss in the embedding and first-layer blocks."""
+    model = build_model(cfg).double()
+    ck = load_checkpoint(os.path.join(run, "ckpt", f"step_{step:06d}.pt"))
+    model.load_state_dict(ck["model"])
+    torch.manual_seed(0)
+    return [hessian_top(model, x, y, model.get_parameter(b), iters=20)[0]
+            for b in ("embed.weight", "fc1.weight") if cfg.embed == "learned" or b == "fc1.weight"]
+
+
+def main(root):
+    groups = {}
+    for run in sorted(glob.glob(os.path.join(root, "*", "config.json"))):
+        run = os.path.dirname(run)
+        cfg = Config.from_dict(json.load(open(os.path.join(run, "config.json"))))
+        m = np.load(os.path.join(run, "metrics.npz"))
+        x, y = make_data(cfg)[:2]
+        eig = top_eigenvalues(run, cfg, x, y)
+        groups.setdefault((cfg.batch_size, cfg.embed, cfg.emb_lr_ratio, cfg.sampling), []).append(
+            dict(seed=cfg.seed, grok=first_below(m["step"], m["test_loss"]),
+                 acc=first_below(m["step"], -m["test_acc"], -0.9), end=int(m["step"][-1]),
+                 final=float(m["test_acc"][-1]), fit=first_below(m["step"], m["train_loss"]),
+                 present=presence(cfg, x), eig=eig))
+    fmt = lambda v: "never" if v is None else str(v)
+    mean = lambda vs: (f"{np.mean(vs):.0f} +- {np.std(vs):.0f}" if vs else "never")
+    print("| batch | input | emb lr ratio | batches | train loss <= 0.01 at, per seed | test loss "
+          "<= 0.01 at, per seed (reached) | test acc >= 0.9 at | final test acc | share of "
+          "steps with a token in the batch: mean / rarest token | top Hessian eigenvalue at "
+          "step 2000: embedding / first layer (their ratio) |")
+    print("|" + "---|" * 10)
+    for (B, embed, ratio, sampling), rs in groups.items():
+        rs.sort(key=lambda r: r["seed"])
+        got = [r["grok"] for r in rs if r["grok"] is not None]
+        eig = np.array([r["eig"] for r in rs])
+        print(f"| {B} | {embed} | {ratio} | {sampling} | "
+              f"{' / '.join(fmt(r['fit']) for r in rs)} | "
+              f"{' / '.join(fmt(r['grok']) for r in rs)} ({len(got)}/{len(rs)}) | "
+              f"{mean([r['acc'] for r in rs if r['acc'] is not None])} "
+              f"({sum(r['acc'] is not None for r in rs)}/{len(rs)}) | "
+              f"{' / '.join(format(r['final'], '.3f') for r in rs)} | "
+              f"{np.mean([r['present'].mean() for r in rs]):.3f} / "
+              f"{np.mean([r['present'].min() for r in rs]):.3f} | "
+              + " / ".join(f"{v:.3g}" for v in eig.mean(0))
+              + (f" ({np.mean(eig[:, 0] / eig[:, 1]):.2f})" if eig.shape[1] == 2 else "") + " |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "runs/minibatch")
