@@ -9,6 +9,7 @@ Also the run files: atomic writes and checkpoint loading (train.py and analyze.p
 """
 import json
 import os
+import random
 
 import numpy as np
 import torch
@@ -54,10 +55,18 @@ def hole_mask(cfg):
 
 def train_mask(cfg, valid):
     """Which pairs are trained on: a seeded split of the valid pairs."""
-    p = cfg.p
+    p, seed = cfg.p, cfg.seed if cfg.data_seed is None else cfg.data_seed
     n_train = int(cfg.frac * int(valid.sum()))
-    g = torch.Generator().manual_seed(cfg.seed if cfg.data_seed is None else cfg.data_seed)
-    if cfg.split == "balanced":
+    g = torch.Generator().manual_seed(seed)
+    if cfg.split_rng != "torch":
+        # the released code of Singh et al. / Nanda et al.: random.seed(seed), a shuffle of the
+        # a-major pairs, the first ones train (Singh's count: N - int((1 - frac) N), one more)
+        cand = list(range(p * p))
+        random.Random(seed).shuffle(cand)
+        cand = torch.tensor(cand)
+        if cfg.split_rng == "singh":
+            n_train = p * p - int((1 - cfg.frac) * p * p)
+    elif cfg.split == "balanced":
         # Frequency-aware sampling (AlQuabeh et al.): pairs (a, pi(a + s)) for a random relabelling
         # pi and distinct shifts s. Each shift is a perfect matching, so whole shifts give every
         # operand the same count at both positions and the last, partial one adds at most 1.

@@ -49,6 +49,7 @@ CHOICES = dict(op=tuple(OPS), split=SPLITS, model=("transformer", "mlp"),
                norm=("layernorm", "rmsnorm"), init=("singh", "nanda", "gu", "torch"),
                dtype=("float32", "float64"), loss_dtype=("float32", "float64"),
                sampling=("random", "balanced"), optimizer=("adamw", "adam", "muon"),
+               split_rng=("torch", "singh", "nanda"),
                grokfast=("none", "ema", "ma"), loss=("ce", "stablemax"))
 
 
@@ -70,6 +71,7 @@ class Config:
                            "for both operands; p their own ranges (Gu et al.'s strips: 60)")
     seed: int = option(0, "seed of the split and the initial weights")
     data_seed: Optional[int] = option(None, "seed of the split alone (default: --seed)")
+    split_rng: str = option("torch", "split drawn by: torch | singh | nanda (their code's shuffle)")
     # model
     model: str = option("transformer", "transformer | mlp")
     embed: str = option("learned", "mlp only: learned | onehot")
@@ -122,10 +124,7 @@ class Config:
         unknown = set(d) - {f.name for f in fields(cls)}
         if unknown:
             raise ValueError(f"unknown config keys {sorted(unknown)}")
-        d = dict(d)
-        if "betas" in d:
-            d["betas"] = tuple(d["betas"])  # JSON turns tuples into lists
-        return cls(**d)
+        return cls(**{**d, **({"betas": tuple(d["betas"])} if "betas" in d else {})})  # JSON: lists
 
     def to_dict(self):
         return asdict(self)
@@ -167,6 +166,8 @@ class Config:
         if self.model == "mlp" and self.embed == "onehot" and self.b_offset:
             raise Stop("--b-offset needs learned embeddings: one-hot operands have separate "
                        "inputs already")
+        if self.split_rng != "torch" and (self.split != "random" or self.op == "div"):
+            raise Stop(f"--split-rng {self.split_rng} draws a random split of every pair")
         if self.split not in ("square", "strip") and self.hole:
             raise Stop("--hole needs --split square or strip")
         if self.model == "transformer" and self.d_model % self.n_heads:

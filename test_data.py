@@ -204,3 +204,17 @@ def test_mini_batch_runs_resume_exactly_and_batch_like_lone_runs(device, tmp_pat
     full = train(small_cfg(steps=40, model="mlp", act="relu"), str(tmp_path / "f"), device,
                  log=quiet)
     assert full["train_loss"][-1] != alone[0]["train_loss"][-1]  # the batches took effect
+
+
+@pytest.mark.parametrize("rng,n_train", [("singh", 3831), ("nanda", 3830)])
+def test_split_rng_gives_the_released_codes_split(rng, n_train):
+    import random
+    pairs = [(a, b) for a in range(113) for b in range(113)]  # as their code lists them
+    random.seed(456)
+    random.shuffle(pairs)
+    want = set(pairs[:n_train])  # Singh: N - int(0.7 N); Nanda: int(0.3 N)
+    x = make_data(Config(split_rng=rng, seed=456))[0]
+    assert {tuple(r) for r in x[:, :2].tolist()} == want
+    assert torch.equal(make_data(Config(split_rng=rng, seed=1, data_seed=456))[0], x)
+    with pytest.raises(Stop, match="random split"):
+        Config(split_rng=rng, split="square", hole=3).check()
