@@ -91,7 +91,8 @@ def diagonal(c, t):
 
 
 def attention_entropy(w):
-    """w (N, heads, queries, keys) -> per-head -sum w log w averaged over examples and queries."""
+    """w (N, heads, queries, keys) -> per-head -sum w log w averaged over examples and queries.
+    Singh et al.'s: of the head-averaged weights, attention_entropy(w.mean(1, keepdim=True))."""
     w = w.double().clamp_min(1e-30)
     return (-(w * w.log()).sum(-1)).mean((0, 2))
 
@@ -106,6 +107,22 @@ def effective_rank(Z):
     q = spectrum(Z)
     q = q[q > 0]
     return float(torch.exp(-(q * q.log()).sum()))
+
+
+def power_law_alpha(x, tail=2):
+    """Continuous power-law exponent of the values x by maximum likelihood, xmin chosen to
+    minimise the Kolmogorov-Smirnov distance (Clauset et al.; the `powerlaw` package that Singh
+    et al. fit with): alpha = 1 + n / sum ln(x / xmin) over the n values >= xmin. Candidate
+    xmin leave at least `tail` + 1 values."""
+    x = np.sort(np.asarray(x, float)[np.asarray(x) > 0])
+    best = (np.inf, np.nan)
+    for i in range(len(x) - tail):
+        t = x[i:]
+        alpha = 1 + len(t) / np.log(t / t[0]).sum()
+        emp = np.arange(len(t)) / len(t)                    # empirical CDF below each value
+        ks = np.abs(emp - (1 - (t / t[0]) ** (1 - alpha))).max()
+        best = min(best, (ks, alpha))
+    return float(best[1])
 
 
 def spectrum_exponent(Z):
@@ -244,13 +261,28 @@ def load_checkpoint_into(c, model, ck):
 # the NTK at the first checkpoint). It returns a number or an array of one shape at every
 # checkpoint.
 
-def attn_entropy_heads(c):
-    """Per head, over all 3 query positions of N_ATTN fixed pairs; transformer only."""
+def attn_entropy_heads(c, average=False):
+    """Per head (average: of the head-averaged weights), over all 3 query positions of N_ATTN
+    fixed pairs, first block; transformer only."""
     if c.cfg.model != "transformer":
         return np.full(1, np.nan)
     c2 = {}
     c.model.residuals(c.x[c.attn_idx], cache=c2)  # all 3 queries
-    return attention_entropy(c2["attn"][0]).numpy()
+    w = c2["attn"][0]
+    return attention_entropy(w.mean(1, keepdim=True) if average else w).numpy()
+
+
+def sr_train(c):
+    """Singh et al.'s scale-removed train loss (their mlp-inpnorm): every LayerNorm removed,
+    x = x + attn(x, x, x), then x + mlp(x / ||x||); transformer only."""
+    if c.cfg.model != "transformer":
+        return np.nan
+    m = c.model
+    x = m.embed(c.x[c.train]) + m.pos
+    for blk in m.blocks:
+        x = x + blk.attn(x, x, x, m.mask)
+        x = x + blk.fc2(blk.act(blk.fc1(x / x.norm(dim=-1, keepdim=True))))
+    return ce(m.alpha * (x[:, -1] @ m.unembed), c.y[c.train])
 
 
 def ntk_distance(c):
@@ -292,11 +324,16 @@ MEASURES = {  # name in analysis.npz -> function of the checkpoint's context
     # Gu et al.: is the dug-out region learned, or only the rest? (NaN without a hole)
     "hole_acc": lambda c: accuracy(c, hole_mask(c.cfg) & c.valid),
     "rest_acc": lambda c: accuracy(c, c.test & ~hole_mask(c.cfg)),
-    "attn_entropy": lambda c: float(np.mean(attn_entropy_heads(c))),
+    # Singh et al.'s attention entropy: of the head-averaged weights (their README); ours, the
+    # mean of the per-head entropies, is lower
+    "attn_entropy": lambda c: float(np.mean(attn_entropy_heads(c, average=True))),
+    "attn_entropy_per_head": lambda c: float(np.mean(attn_entropy_heads(c))),
     "attn_entropy_heads": attn_entropy_heads,
-    "sr_train": lambda c: ce(c.model(c.x[c.train], scale_free=True).double(), c.y[c.train]),
+    "sr_train": sr_train,  # Singh et al.'s; ours keeps the LayerNorms and normalises LN(x):
+    "sr_train_ln": lambda c: ce(c.model(c.x[c.train], scale_free=True).double(), c.y[c.train]),
     "eff_rank": lambda c: effective_rank(c.cache["resid"][c.test]),
     "spectrum_exponent": lambda c: spectrum_exponent(c.cache["resid"][c.test]),
+    "power_law_alpha": lambda c: power_law_alpha(spectrum(c.cache["resid"][c.test]).numpy()),
     "ntk_distance": ntk_distance,
     "weight_norm": lambda c: sum(float((q ** 2).sum()) for q in c.model.parameters()),
     "hessian_embed": lambda c: hessian(c, "embed.weight"),

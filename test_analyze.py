@@ -125,6 +125,34 @@ def test_uniform_attention_has_entropy_ln_positions():
     assert M.attention_entropy(one_hot).abs().max() < 1e-12
 
 
+def test_singh_attention_entropy_averages_the_heads_first():
+    w = torch.zeros(1, 2, 1, 3)
+    w[0, 0, 0, 0] = w[0, 1, 0, 1] = 1.0  # each head sure, of a different key
+    assert M.attention_entropy(w).tolist() == pytest.approx([0, 0], abs=1e-12)
+    assert float(M.attention_entropy(w.mean(1, keepdim=True))) == pytest.approx(math.log(2))
+
+
+def test_power_law_alpha_by_maximum_likelihood_finds_exponent_and_xmin():
+    rng = np.random.default_rng(0)
+    tail = (1 - rng.random(3000)) ** (-1 / 1.5)  # Pareto, pdf ~ x^-2.5 above 1
+    assert M.power_law_alpha(tail) == pytest.approx(2.5, abs=0.1)
+    head = rng.random(3000) * 0.9  # not a power law below xmin = 1: the search skips it
+    assert M.power_law_alpha(np.concatenate([head, tail])) == pytest.approx(2.5, abs=0.15)
+
+
+def test_singh_sr_train_removes_every_layernorm():
+    cfg = Config(p=11, d_model=16, d_mlp=32, ln="pre")
+    model = build_model(cfg).double()
+    off = build_model(Config(p=11, d_model=16, d_mlp=32, ln="off")).double()
+    off.load_state_dict({k: v for k, v in model.state_dict().items() if ".ln" not in k})
+    x, y = make_data(cfg)[:2]
+    c = types.SimpleNamespace(cfg=cfg, model=model, x=x, y=y, train=torch.ones(len(x), dtype=bool))
+    with torch.no_grad():  # model.py's scale_free without LayerNorm: the same function
+        want = M.ce(off(x, scale_free=True).double(), y)
+        assert M.sr_train(c) == pytest.approx(want, rel=1e-10)
+        assert M.MEASURES["sr_train_ln"](c) != pytest.approx(want, rel=1e-3)  # ours keeps LN
+
+
 def test_effective_rank_and_spectrum_exponent():
     Q = torch.linalg.qr(torch.randn(200, 16, dtype=torch.float64))[0]
     assert M.effective_rank(Q) == pytest.approx(16)
