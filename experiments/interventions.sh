@@ -1,19 +1,19 @@
 # Grokking accelerators compared fairly (Grokfast, ⊥Grad, StableMax, Muon), 5 seeds each.
 #   1. Prieto et al.'s own setting (grokking-at-the-edge-of-numerical-stability, Fig. 1): a+b mod
 #      113, 40% train, MLP 226 -> 200 -> 200 -> 113 without biases on two one-hots, torch's init,
-#      full batch, lr 0.01, wd 0, betas (0.9, 0.999) (their OrthoGrad's AdamW: torch's
-#      defaults). Cheap on a CPU.
+#      full batch, lr 0.01, wd 0. Cheap on a CPU but for StableMax's 80k steps.
 #   2. This project's settings (M+A*, No LN, Nanda et al.'s mainline): each method against AdamW
 #      at the same weight decay; Grokfast EMA also against AdamW at lr * (1 + lambda) and
 #      Grokfast at lr / (1 + lambda). A GPU job: bash experiments/interventions.sh --batched
 source "$(dirname "$0")/jobs.sh"
 OUT=runs/interventions
 jobs() { for s in 0 1 2 3 4; do
-  p="python train.py --model mlp --embed onehot --n-layers 2 --d-mlp 200 --no-bias --act relu --init torch --frac 0.4 --lr 0.01 --wd 0 --betas 0.9 0.999 --seed $s --out $OUT"
-  echo "$p --orthograd --loss-dtype float32 --steps 300"        # Fig. 1a: ⊥AdamW
-  echo "$p --loss-dtype float32 --steps 4000"                   # softmax collapse in float32
-  echo "$p --steps 4000"                                        # Fig. 1c: float64, no grokking
-  echo "$p --loss stablemax --steps 80000 --eval-every 100 --ckpt-every 4000 --stop-after-grok 1000"  # Fig. 1b
+  p="python train.py --model mlp --embed onehot --n-layers 2 --d-mlp 200 --no-bias --act relu --init torch --frac 0.4 --lr 0.01 --wd 0 --seed $s --out $OUT"
+  # their AdamW: betas (0.9, 0.99), eps 1e-25 (utils.py defaults); ⊥AdamW's: torch's defaults
+  echo "$p --betas 0.9 0.999 --orthograd --loss-dtype float32 --steps 300"   # Fig. 1a: ⊥AdamW
+  echo "$p --betas 0.9 0.99 --eps 1e-25 --loss-dtype float32 --steps 4000"   # softmax collapse
+  echo "$p --betas 0.9 0.99 --eps 1e-25 --steps 4000"                        # Fig. 1c: float64
+  echo "$p --betas 0.9 0.999 --eps 1e-25 --loss stablemax --steps 80000 --eval-every 100 --ckpt-every 4000 --stop-after-grok 1000"  # Fig. 1b
   for setting in "--ln pre" "--ln off" "--preset nanda"; do
     r="python train.py $setting --seed $s --stop-after-grok 1000 --out $OUT"
     echo "$r"

@@ -1,0 +1,53 @@
+"""
+The grokking-accelerator tables of REPRODUCTION.md, from metrics.npz alone (no checkpoint
+analysis): per configuration, the steps to test accuracy >= 0.95 and to test loss <= 0.01 with
+the share of seeds that get there, the softmax-collapse share, and a Mann-Whitney U test of the
+steps to 0.95 against the same setting's baseline (analyze.baselines: no intervention, the
+setting's usual lr). A seed that never gets there counts as later than every step.
+
+    python experiments/interventions_table.py runs/interventions
+"""
+import glob
+import json
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from analyze import baselines, fmt, group_runs, mann_whitney  # noqa: E402
+from model import Config  # noqa: E402
+from train import first_below  # noqa: E402
+
+
+def main(root):
+    done = {}
+    for path in sorted(glob.glob(os.path.join(root, "*", "metrics.npz"))):
+        run = os.path.dirname(path)
+        cfg = Config.from_dict(json.load(open(os.path.join(run, "config.json"))))
+        done[run] = (cfg, dict(np.load(path)), {})
+    groups, _ = group_runs(done)
+    base = baselines(groups)
+    acc = lambda runs: [first_below(m["step"], -m["test_acc"], -0.95) for _, _, m, _ in runs]
+    loss = lambda runs: [first_below(m["step"], m["test_loss"]) for _, _, m, _ in runs]
+    print("| configuration | seeds | test acc >= 0.95 at (reached) | test loss <= 0.01 at "
+          "(reached) | final test acc | softmax collapse: max share / at the end | steps run | "
+          "vs baseline: Mann-Whitney U / p (steps to 0.95) |")
+    print("|" + "---|" * 8)
+    for lab, runs in groups.items():
+        ms = [m for _, _, m, _ in runs]
+        n = len(runs)
+        b = base[lab]
+        test = "-" if b is None or b is runs else "U {:g} / p {:.3f}".format(
+            *mann_whitney(acc(runs), acc(b)))
+        print(f"| {lab} | {' '.join(str(c.seed) for _, c, _, _ in runs)} | "
+              f"{fmt(acc(runs))} ({sum(s is not None for s in acc(runs))}/{n}) | "
+              f"{fmt(loss(runs))} ({sum(s is not None for s in loss(runs))}/{n}) | "
+              f"{fmt([m['test_acc'][-1] for m in ms], 3)} | "
+              f"{fmt([np.nanmax(m['collapse']) for m in ms], 2)} / "
+              f"{fmt([m['collapse'][-1] for m in ms], 2)} | "
+              f"{' / '.join(str(int(m['step'][-1])) for m in ms)} | {test} |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else "runs/interventions")
