@@ -14,7 +14,6 @@ what it needs from the checkpoint's context c (see the registry below):
 A change of a measure's code, or of any function of this project or constant it calls, makes
 analyze.py recompute the runs.
 """
-import math
 import types
 
 import numpy as np
@@ -24,40 +23,15 @@ from torch.func import functional_call, grad, vmap
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from data import all_pairs, hole_mask, train_mask
+from fourier import (ONE_FREQ, ce, cos_fit_r2, cos_template_r2, excluded_loss, fourier_basis,
+                     frequency_norms, key_frequencies, neuron_frequencies, restricted_loss)
 
-KEY_SHARE = 3.0   # k is a key frequency if its share of W_E's Fourier norm^2 is >= KEY_SHARE / K
 N_NTK = 64        # fixed train examples for the empirical NTK
 N_ATTN = 1024     # fixed pairs for attention entropy (full forward over all positions)
 N_NEURONS = 4     # MLP neurons drawn as (a, b) heatmaps
 
 
 # ---------------------------------------------------------------- measures on plain arrays
-
-def fourier_basis(p):
-    """Orthonormal (p, p) basis over Z_p: rows 1, cos(w_1 x), sin(w_1 x), cos(w_2 x), ..."""
-    x = torch.arange(p, dtype=torch.float64)
-    rows = [torch.ones(p)]
-    for k in range(1, p // 2 + 1):
-        rows += [torch.cos(2 * math.pi * k * x / p), torch.sin(2 * math.pi * k * x / p)]
-    B = torch.stack(rows[:p]).double()
-    return B / B.norm(dim=1, keepdim=True)
-
-
-def frequency_norms(W, B):
-    """Norm of each frequency's component of W (p, d) over its first axis: (1 + p//2,),
-    index 0 the constant, index k the cos and sin of frequency k together."""
-    c = (B @ W.double()).pow(2).sum(1)
-    out = torch.zeros(B.shape[0] // 2 + 1, dtype=torch.float64)
-    out[0] = c[0]
-    out.index_add_(0, (torch.arange(1, len(c)) + 1) // 2, c[1:])
-    return out.sqrt()
-
-
-def key_frequencies(norms):
-    """Frequencies whose share of the non-constant squared norm is >= KEY_SHARE / K."""
-    share = norms[1:] ** 2 / (norms[1:] ** 2).sum()
-    return (torch.nonzero(share >= KEY_SHARE / len(share)).flatten() + 1).tolist()
-
 
 def gini(x):
     """Hurley and Rickard: sort ascending, 2 sum_k k x_k / (N sum x) - (N+1)/N. 1 = sparse."""
@@ -133,48 +107,6 @@ def spectrum_exponent(Z):
     lam = q[:n].clamp_min(1e-300)
     A = torch.stack([torch.ones(n, dtype=torch.float64), -i.log()], 1)
     return float(torch.linalg.lstsq(A, lam.log().unsqueeze(1)).solution[1])
-
-
-def sum_directions(p, keys):
-    """Orthonormal columns over all pairs (p*p,) spanned by 1, cos(w_k(a+b)), sin(w_k(a+b))."""
-    a, b = torch.meshgrid(torch.arange(p), torch.arange(p), indexing="ij")
-    s = (a + b).flatten().double()
-    cols = [torch.ones(p * p, dtype=torch.float64)]
-    for k in keys:
-        cols += [torch.cos(2 * math.pi * k * s / p), torch.sin(2 * math.pi * k * s / p)]
-    U = torch.stack(cols, 1)
-    return U / U.norm(dim=0)
-
-
-def project(L, U):
-    return U @ (U.T @ L)
-
-
-def ce(logits, y):
-    return float(F.cross_entropy(logits, y))
-
-
-def restricted_loss(L, y, p, keys):
-    """Nanda et al.: L (p*p, p) logits over all pairs, kept to the constant and the key
-    directions cos/sin(w_k(a+b)); loss on all pairs."""
-    return ce(project(L, sum_directions(p, keys)), y)
-
-
-def excluded_loss(L, y, p, keys, on=None):
-    """Nanda et al.: L (p*p, p) logits over all pairs with exactly the key directions removed;
-    loss on the pairs `on` (a mask; None: all pairs)."""
-    X = L - project(L, sum_directions(p, keys)[:, 1:])
-    return ce(X, y) if on is None else ce(X[on], y[on])
-
-
-def cos_template_r2(L, p, keys):
-    """Fraction of the variance of the logits (centred per pair) explained by the best multiple
-    of sum_k cos(w_k(a+b-c))."""
-    a, b, c = torch.meshgrid(torch.arange(p), torch.arange(p), torch.arange(p), indexing="ij")
-    T = sum(torch.cos(2 * math.pi * k * (a + b - c).double() / p) for k in keys).reshape(p * p, p)
-    Lc = L - L.mean(1, keepdim=True)
-    Tc = T - T.mean(1, keepdim=True)
-    return float((Lc * Tc).sum() ** 2 / ((Tc ** 2).sum() * (Lc ** 2).sum()))
 
 
 # ---------------------------------------------------------------- measures that need the model
@@ -353,6 +285,13 @@ def swapped(c):
     return c.train.view(c.p, c.p).T.reshape(-1) & c.test
 
 
+def neurons(c):
+    """Nanda et al.'s frequency of each MLP neuron and its share (fourier.neuron_frequencies)."""
+    if "neurons" not in c.memo:
+        c.memo["neurons"] = neuron_frequencies(c.cache["mlp_act"], c.B)
+    return c.memo["neurons"]
+
+
 def top_neurons(c):
     return c.cache["mlp_act"].reshape(c.p * c.p, -1).var(0).argsort(descending=True)[:N_NEURONS]
 
@@ -366,6 +305,15 @@ FINAL = {  # at the final checkpoint only: name -> function of its context (None
     "ablate_all_but_keys": lambda c: (restricted_loss(c.L, c.y, c.p, c.keys) if c.is_add
                                       else np.nan),
     "cos_r2": lambda c: cos_template_r2(c.L, c.p, c.keys) if c.keys and c.is_add else np.nan,
+    # Nanda et al.'s Table 1 fit: a coefficient per key frequency (93.2-98.2% in the paper)
+    "cos_r2_per_freq": lambda c: (cos_fit_r2(c.L, c.p, c.keys) if c.keys and c.is_add
+                                  else np.nan),
+    # their per-neuron rule: each MLP neuron's frequency and share of variance; the share of
+    # neurons explained by one frequency (433 of 512 in the paper) and those frequencies
+    "neuron_freq": lambda c: neurons(c)[0].numpy(),
+    "neuron_freq_share": lambda c: neurons(c)[1].numpy(),
+    "one_freq_share": lambda c: float((neurons(c)[1] > ONE_FREQ).double().mean()),
+    "keys_neurons": lambda c: neurons(c)[0][neurons(c)[1] > ONE_FREQ].unique().numpy(),
     "final_neurons": lambda c: (c.cache["mlp_act"].reshape(c.p, c.p, -1)[:, :, top_neurons(c)]
                                 .permute(2, 0, 1).numpy()),
     "neuron_ids": lambda c: top_neurons(c).numpy(),

@@ -16,6 +16,7 @@ import torch
 from torch.autograd.functional import hessian
 
 import analyze as A
+import fourier
 import measures as M
 import plots
 from data import make_data
@@ -107,6 +108,22 @@ def test_fourier_algorithm_logits_restricted_and_excluded_loss():
     all_keys, but_keys = M.excluded_loss(L, y, P, keys), M.restricted_loss(L, y, P, keys)
     assert all(e > M.ce(L, y) for e in each) and all_keys == pytest.approx(math.log(P), rel=1e-6)
     assert but_keys == pytest.approx(M.ce(L, y), rel=1e-9)
+
+
+def test_neuron_frequency_rule_and_per_frequency_fit_on_made_up_arrays():
+    p = 13
+    a, b = (t.flatten().double() for t in torch.meshgrid(torch.arange(p), torch.arange(p),
+                                                          indexing="ij"))
+    w = lambda k: 2 * math.pi * k / p
+    acts = torch.stack([torch.cos(w(3) * (a + b)),                      # one frequency: 3
+                        torch.cos(w(2) * a) + torch.cos(w(5) * b),      # two, half each
+                        3 + torch.sin(w(4) * a) * torch.cos(w(4) * b)], 1)  # 4, constant aside
+    freq, share = M.neuron_frequencies(acts, M.fourier_basis(p))
+    assert freq.tolist()[0::2] == [3, 4] and share[0::2].tolist() == pytest.approx([1, 1])
+    assert share[1].item() == pytest.approx(0.5)
+    L = 2 * fourier_logits(p, [3], 1.0) + 5 * fourier_logits(p, [5], 1.0)
+    assert M.cos_fit_r2(L, p, [3, 5]) == pytest.approx(1.0)       # a coefficient each
+    assert M.cos_template_r2(L, p, [3, 5]) < 0.9                   # one shared coefficient
 
 
 def test_rank_corr():
@@ -335,9 +352,9 @@ def test_stamp_follows_the_code_of_the_measures(tmp_path, monkeypatch):
     changes = [(M.MEASURES, "med", lambda c: 2 * M.med(c.E)),  # a measure's own code
                (M.FINAL, "cos_r2", lambda c: 0.0),
                (M, "med", lambda E: 0.0),  # a function a measure calls
-               (M, "sum_directions", lambda p, keys: None),  # ... through restricted_loss
-               (M, "fourier_basis", lambda p: None),  # ... through the context, run_context
-               (M, "KEY_SHARE", 2.0)]  # a constant, through run_context -> key_frequencies
+               (fourier, "sum_directions", lambda p, keys: None),  # in another file, through
+               (M, "fourier_basis", lambda p: None),  # restricted_loss; through run_context
+               (fourier, "KEY_SHARE", 2.0)]  # a constant, via run_context -> key_frequencies
     for where, name, new in changes:
         with monkeypatch.context() as mp:
             (mp.setitem if isinstance(where, dict) else mp.setattr)(where, name, new)
@@ -378,8 +395,10 @@ def project_imports(path):
 
 
 def test_imports_run_one_way():
-    """data <- model <- train <- analyze -> plots, and analyze -> measures -> data: plots only
-    draws (matplotlib, numpy, the standard library), the measures know nothing of training."""
+    """data <- model <- train <- analyze -> plots, and analyze -> measures -> data, fourier:
+    plots only draws (matplotlib, numpy, the standard library), the measures know nothing of
+    training."""
     assert project_imports(plots.__file__) == set()
-    assert project_imports(M.__file__) <= {"data", "model"}
+    assert project_imports(M.__file__) <= {"data", "model", "fourier"}
+    assert project_imports(fourier.__file__) == set()
     assert project_imports(A.__file__) == {"data", "model", "train", "measures", "plots"}
