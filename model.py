@@ -46,7 +46,7 @@ LN_PLACEMENTS = {
 ACTS = {"gelu": F.gelu, "relu": F.relu}
 CHOICES = dict(op=tuple(OPS), split=SPLITS, model=("transformer", "mlp"),
                embed=("learned", "onehot"), act=tuple(ACTS), ln=tuple(LN_PLACEMENTS),
-               norm=("layernorm", "rmsnorm"), init=("singh", "nanda", "gu", "torch"),
+               norm=("layernorm", "rmsnorm"), init=("singh", "kaiming", "nanda", "gu", "torch"),
                dtype=("float32", "float64"), loss_dtype=("float32", "float64"),
                sampling=("random", "balanced"), optimizer=("adamw", "adam", "muon"),
                split_rng=("torch", "singh", "nanda"),
@@ -87,10 +87,8 @@ class Config:
     norm: str = option("layernorm", "layernorm | rmsnorm")
     ln_eps: float = option(0.0, "norm epsilon (Singh et al.: 0)")
     alpha: float = option(1.0, "readout scale: logits = alpha * h @ W_U")
-    init: str = option("singh", "singh | nanda | gu (the papers' initialisations) | torch "
-                       "(the modules' own, as Prieto et al.)")
-    eq_class: bool = option(True, "transformer: the readout keeps a class for '=' (p+1-way, "
-                            "Singh's and Nanda's code); --no-eq-class: p-way (Gu et al.)")
+    init: str = option("singh", "singh | kaiming | nanda | gu | torch (the modules' own)")
+    eq_class: bool = option(True, "transformer: a class for '=' (p+1-way); --no-eq-class: p (Gu)")
     # optimization (AdamW)
     lr: float = option(1e-3, "AdamW learning rate")
     wd: float = option(1.0, "AdamW weight decay")
@@ -100,22 +98,19 @@ class Config:
     fix_wd: bool = option(False, "wd *= 1e-3 / lr, so lr * wd stays as at lr 1e-3 (Singh et al.)")
     alpha_lr: bool = option(False, "lr /= alpha^2")
     emb_lr_ratio: str = option("1", "embedding lr / lr: a number, or 'auto' (AlQuabeh et al.)")
-    optimizer: str = option("adamw", "adamw | adam (coupled L2, as torch.optim.Adam) | muon "
-                            "(Muon for the hidden matrices, AdamW for the rest)")
+    optimizer: str = option("adamw", "adamw | adam (coupled L2) | muon (for hidden matrices)")
     grokfast: str = option("none", "gradient filter of Lee et al.: none | ema | ma")
     gf_alpha: float = option(0.98, "grokfast ema: decay of the average")
     gf_window: int = option(100, "grokfast ma: gradients averaged")
     gf_lamb: float = option(2.0, "grokfast: grad + lamb * filtered grad")
     orthograd: bool = option(False, "Prieto et al.'s ⊥Grad: no gradient along the weights")
     loss: str = option("ce", "ce (softmax cross-entropy) | stablemax (Prieto et al.)")
+    l1: float = option(0.0, "L1 penalty: + l1 * sum |theta| to the loss stepped on (Nanda et al.)")
     steps: int = option(10000, "optimizer steps")
-    batch_size: Optional[int] = option(None, "examples per step (default: the whole training "
-                                       "set); each epoch visits every example once")
-    sampling: str = option("random", "order of the mini-batches: random | balanced (each "
-                           "operand token at even intervals; data.Batches)")
+    batch_size: Optional[int] = option(None, "examples per step (default: all); data.Batches")
+    sampling: str = option("random", "mini-batch order: random | balanced (tokens evenly)")
     dtype: str = option("float32", "float32 | float64")
-    loss_dtype: str = option("float64", "dtype of the cross-entropy: float64 | float32 (Nanda "
-                             "et al.: float32 softmax underflow causes loss spikes)")
+    loss_dtype: str = option("float64", "cross-entropy dtype: float64 | float32 (Nanda: spikes)")
     eval_every: int = option(10, "steps between metric rows")
     ckpt_every: int = option(100, "steps between checkpoints")
 
@@ -173,8 +168,8 @@ class Config:
         if self.model == "transformer" and self.d_model % self.n_heads:
             raise Stop(f"--d-model {self.d_model} is not divisible by "
                        f"--n-heads {self.n_heads}")
-        if self.lr <= 0 or self.wd < 0 or self.alpha <= 0 or self.warmup < 0 or self.eps < 0:
-            raise Stop("--lr and --alpha must be positive, --wd, --warmup and --eps "
+        if self.lr <= 0 or self.alpha <= 0 or min(self.wd, self.warmup, self.eps, self.l1) < 0:
+            raise Stop("--lr and --alpha must be positive, --wd, --warmup, --eps and --l1 "
                        "non-negative")
         for k, v in (("betas", self.betas), ("gf-alpha", (self.gf_alpha,))):
             if not all(0 <= b < 1 for b in v):
@@ -376,12 +371,16 @@ def _init(model, cfg):
             nn.init.normal_(model.unembed, std=1 / math.sqrt(fan))
         return
     # Singh et al.'s code: every nn.Linear (the MLP's and attention's out_proj) truncated
-    # normal std 1/sqrt(fan_in) cut at +-2 std, biases 0; the fused in_proj keeps its
-    # xavier-uniform; embedding and unembedding N(0, 1/d); positions N(0, 0.02^2).
+    # normal std 1/sqrt(fan_in) cut at +-2 std ('kaiming', their appendix: kaiming_normal_,
+    # std sqrt(2 / fan_in)), biases 0; the fused in_proj keeps its xavier-uniform; embedding
+    # and unembedding N(0, 1/d); positions N(0, 0.02^2).
     for m in model.modules():
         if isinstance(m, nn.Linear):
             std = 1 / math.sqrt(m.weight.shape[1])
-            nn.init.trunc_normal_(m.weight, std=std, a=-2 * std, b=2 * std)
+            if cfg.init == "kaiming":
+                nn.init.kaiming_normal_(m.weight)
+            else:
+                nn.init.trunc_normal_(m.weight, std=std, a=-2 * std, b=2 * std)
             if m.bias is not None:
                 nn.init.zeros_(m.bias)
     if hasattr(model, "embed"):

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+from data import make_data
 from model import Config, build_model
 from optim import AdamW, make_optimizer, orthogonal
 from test_train import DEVICES, quiet, small_cfg
@@ -124,6 +125,8 @@ def test_collapse_and_zero_loss_shares_by_hand():
     (["--gf-window", "0"], "--gf-window 0 must be at least 1"),
     (["--optimizer", "sgd"], "unknown --optimizer"),
     (["--loss", "mse"], "unknown --loss"),
+    (["--l1", "-1"], "--l1 non-negative"),
+    (["--init", "xavier"], "unknown --init"),
 ])
 def test_bad_intervention_options(argv, msg, tmp_path):
     with pytest.raises(SystemExit) as e:
@@ -152,3 +155,20 @@ def test_every_option_resumes_exactly_and_batches_like_lone_runs(kw, device, tmp
         np.testing.assert_array_equal(resumed[k], alone[0][k], err_msg=k)
         for r in range(2):
             np.testing.assert_allclose(batched[r][k], alone[r][k], rtol=rtol, atol=1e-6)
+
+
+def test_l1_penalty_joins_the_gradient_and_kaiming_init(tmp_path):
+    cfg = small_cfg(steps=1, l1=0.01, wd=0.0)
+    train(cfg, str(tmp_path / "l1"), log=quiet)
+    got = torch.load(tmp_path / "l1" / "ckpt" / "step_000001.pt", weights_only=True)["model"]
+    model = build_model(cfg)  # by hand: CE + l1 * sum |theta|, one torch AdamW step
+    x, y = make_data(cfg)[:2]
+    loss = torch.nn.functional.cross_entropy(model(x).double(), y)
+    (loss + 0.01 * sum(p.abs().sum() for p in model.parameters())).backward()
+    ref = torch.optim.AdamW(model.parameters(), lr=1e-3, betas=cfg.betas, eps=cfg.eps,
+                            weight_decay=0.0)
+    ref.step()
+    for n, p in model.named_parameters():
+        torch.testing.assert_close(got[n], p.detach(), rtol=1e-5, atol=1e-6)
+    w = build_model(Config(init="kaiming")).blocks[0].fc1.weight
+    assert abs(w.std().item() - (2 / 128) ** 0.5) < 0.005 and w.abs().max() > 2 / 128 ** 0.5

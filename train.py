@@ -218,6 +218,8 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
 
     def update(losses):
         opt.zero_grad(set_to_none=not graphing)  # a graph reads the .grad tensors it recorded
+        if cfg.l1:  # Nanda et al.'s L1 penalty on every parameter, each run its own
+            losses = losses + cfg.l1 * sum(p.abs().reshape(R, -1).sum(1) for p in params)
         losses.sum().backward()  # runs share no parameter: each gets its own gradient
         opt.step()
 
