@@ -13,8 +13,6 @@ import csv
 import glob
 import hashlib
 import inspect
-import itertools
-import math
 import os
 import sys
 import time
@@ -28,7 +26,8 @@ from model import Config, build_model
 from data import Stop, all_pairs
 from data import load_checkpoint, save_atomic
 from train import GROK, first_below
-from measures import FINAL, MEASURES, load_checkpoint_into, run_context
+from measures import (FINAL, MEASURES, load_checkpoint_into, mann_whitney, rank_corr,
+                      run_context)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -132,12 +131,6 @@ IGNORED = ("seed", "data_seed", "steps", "eval_every", "ckpt_every")  # not what
 AT = 1000
 
 
-def rank_corr(x, y):
-    """Spearman's rank correlation (no ties expected in real-valued measures)."""
-    rx, ry = (np.argsort(np.argsort(np.asarray(v))).astype(float) for v in (x, y))
-    return float(np.corrcoef(rx, ry)[0, 1])
-
-
 def phases(step, test_loss):
     """Nanda et al.'s three phases, located by a simple rule on the test loss: circuit formation
     ends (cleanup starts) when it first falls below 1, memorization ends at its peak before
@@ -151,6 +144,14 @@ def phases(step, test_loss):
 def grok_steps(runs):
     """First step with test loss <= GROK of each run (None: never)."""
     return [first_below(m["step"], m["test_loss"]) for _, _, m, _ in runs]
+
+
+def mean_curve_step(runs):
+    """Singh et al.'s statistic: the first step at which the seeds' mean test-loss curve is <=
+    GROK. A run that stopped early (--stop-after-grok) keeps its last value from then on."""
+    steps = max((m["step"] for _, _, m, _ in runs), key=len)
+    curves = [np.interp(steps, m["step"], m["test_loss"]) for _, _, m, _ in runs]
+    return first_below(steps, np.mean(curves, 0))
 
 
 def group_runs(done):
@@ -239,7 +240,8 @@ HEADER = [
     "acc<0.9", "C_Fourier at generalization", f"attn entropy at {AT}", f"SR-train at {AT}",
     f"eff. rank at {AT}", "eff. rank: peak / at generalization",
     "rank corr with test loss: MED / eff. rank", "key frequencies",
-    "test acc>=0.95 at", "vs baseline (same setting, no intervention): Mann-Whitney U / p"]
+    "test acc>=0.95 at", "vs baseline (same setting, no intervention): Mann-Whitney U / p",
+    "seed-mean test loss <= 0.01 at (Singh et al.'s statistic); first seed / all seeds"]
 
 
 def hole_column(rs):
@@ -276,28 +278,12 @@ def baselines(groups):
     return out
 
 
-def mann_whitney(x, y):
-    """(U of x against y, two-sided p): exact, over every split of the pooled ranks, when there
-    are at most 200k, else the normal approximation with ties corrected. A run that never
-    generalized (None) counts as later than every step."""
-    v = np.array([np.inf if s is None else s for s in list(x) + list(y)], float)
-    n1, n = len(x), len(v)
-    _, inv, counts = np.unique(v, return_inverse=True, return_counts=True)
-    ranks = (np.cumsum(counts) - (counts - 1) / 2)[inv]  # ties share their mean rank
-    u = lambda r: r.sum() - n1 * (n1 + 1) / 2
-    U, mu = u(ranks[:n1]), n1 * (n - n1) / 2
-    if math.comb(n, n1) <= 200000:
-        us = np.array([u(ranks[list(c)]) for c in itertools.combinations(range(n), n1)])
-        return U, float(np.mean(np.abs(us - mu) >= abs(U - mu) - 1e-9))
-    var = n1 * (n - n1) / 12 * (n + 1 - (counts ** 3 - counts).sum() / (n * (n - 1)))
-    return U, math.erfc(abs(U - mu) / math.sqrt(2 * var)) if var > 0 else 1.0
-
-
 def summary_row(lab, runs, base=None):
     """One configuration's row of HEADER; runs: [(run, cfg, metrics, analysis), ...]; base:
     the runs of its baseline configuration, if any."""
     ms, rs = [m for _, _, m, _ in runs], [r for _, _, _, r in runs]
     te = grok_steps(runs)
+    got = [s for s in te if s is not None]
     at_grok = lambda k: [at(r, k, g) for r, g in zip(rs, te) if g is not None]
     both = lambda keys, d: " / ".join(fmt([float(r.get(k, np.nan)) for r in rs], d) for k in keys)
     slings = (("train_loss", np.max, 2), ("test_acc", np.min, 3),
@@ -321,7 +307,9 @@ def summary_row(lab, runs, base=None):
             "; ".join(str([int(k) for k in r["keys"]]) for r in rs),
             fmt([first_below(m["step"], -m["test_acc"], -0.95) for m in ms]),
             "-" if base is None or base is runs else
-            "U {:g} / p {:.3f}".format(*mann_whitney(te, grok_steps(base)))]
+            "U {:g} / p {:.3f}".format(*mann_whitney(te, grok_steps(base))),
+            f"{mean_curve_step(runs) or 'not reached'}; {min(got) if got else 'none'} / "
+            f"{max(got) if len(got) == len(te) else 'not all'}"]
 
 
 def write_summary(root, groups):

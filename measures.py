@@ -14,6 +14,8 @@ what it needs from the checkpoint's context c (see the registry below):
 A change of a measure's code, or of any function of this project or constant it calls, makes
 analyze.py recompute the runs.
 """
+import itertools
+import math
 import types
 
 import numpy as np
@@ -107,6 +109,31 @@ def spectrum_exponent(Z):
     lam = q[:n].clamp_min(1e-300)
     A = torch.stack([torch.ones(n, dtype=torch.float64), -i.log()], 1)
     return float(torch.linalg.lstsq(A, lam.log().unsqueeze(1)).solution[1])
+
+
+# ---------------------------------------------------------------- statistics over checkpoints, runs
+
+def rank_corr(x, y):
+    """Spearman's rank correlation (no ties expected in real-valued measures)."""
+    rx, ry = (np.argsort(np.argsort(np.asarray(v))).astype(float) for v in (x, y))
+    return float(np.corrcoef(rx, ry)[0, 1])
+
+
+def mann_whitney(x, y):
+    """(U of x against y, two-sided p): exact, over every split of the pooled ranks, when there
+    are at most 200k, else the normal approximation with ties corrected. A run that never
+    generalized (None) counts as later than every step."""
+    v = np.array([np.inf if s is None else s for s in list(x) + list(y)], float)
+    n1, n = len(x), len(v)
+    _, inv, counts = np.unique(v, return_inverse=True, return_counts=True)
+    ranks = (np.cumsum(counts) - (counts - 1) / 2)[inv]  # ties share their mean rank
+    u = lambda r: r.sum() - n1 * (n1 + 1) / 2
+    U, mu = u(ranks[:n1]), n1 * (n - n1) / 2
+    if math.comb(n, n1) <= 200000:
+        us = np.array([u(ranks[list(c)]) for c in itertools.combinations(range(n), n1)])
+        return U, float(np.mean(np.abs(us - mu) >= abs(U - mu) - 1e-9))
+    var = n1 * (n - n1) / 12 * (n + 1 - (counts ** 3 - counts).sum() / (n * (n - 1)))
+    return U, math.erfc(abs(U - mu) / math.sqrt(2 * var)) if var > 0 else 1.0
 
 
 # ---------------------------------------------------------------- measures that need the model

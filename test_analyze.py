@@ -402,3 +402,13 @@ def test_imports_run_one_way():
     assert project_imports(M.__file__) <= {"data", "model", "fourier"}
     assert project_imports(fourier.__file__) == set()
     assert project_imports(A.__file__) == {"data", "model", "train", "measures", "plots"}
+
+
+def test_seed_mean_curve_statistic_against_per_seed_steps():
+    steps = np.arange(0, 100, 10)
+    curve = lambda drop: np.where(steps >= drop, 0.001, 1.0)  # test loss falls at `drop`
+    runs = [(None, None, dict(step=steps, test_loss=curve(d)), None) for d in (20, 40, 90)]
+    # the mean is <= 0.01 only once every seed is below: (1 + 2 * 0.001) / 3 > 0.01 before
+    assert A.mean_curve_step(runs) == 90 and A.grok_steps(runs) == [20, 40, 90]
+    short = dict(step=steps[:4], test_loss=curve(20)[:4])  # stopped early: keeps its last value
+    assert A.mean_curve_step([(None, None, short, None), runs[1]]) == 40
