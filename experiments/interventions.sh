@@ -14,6 +14,14 @@ jobs() { for s in 0 1 2 3 4; do
   echo "$p --betas 0.9 0.99 --eps 1e-25 --loss-dtype float32 --steps 4000"   # softmax collapse
   echo "$p --betas 0.9 0.99 --eps 1e-25 --steps 4000"                        # Fig. 1c: float64
   echo "$p --betas 0.9 0.999 --eps 1e-25 --loss stablemax --steps 80000 --eval-every 100 --ckpt-every 4000 --stop-after-grok 1000"  # Fig. 1b
+  # Grokfast's own setting (ironjr/grokfast main.py), as near as this model gets: x*y mod 97,
+  # 50% train, 2 layers, causal, GELU, batch 512, Adam with coupled L2, 10-step warm-up. Theirs
+  # also has an op token ([x, op, y, =]), y != 0, LayerNorm on the stream before attention and
+  # a final LN, torch's init, and keeps each epoch's last partial batch (REPRODUCTION.md)
+  g="python train.py --ln pre --n-layers 2 --causal --op mul --p 97 --frac 0.5 --batch-size 512 --optimizer adam --warmup 10 --steps 300000 --ckpt-every 10000 --stop-after-grok 1000 --seed $s --out $OUT"
+  echo "$g --wd 0"                                                   # their baseline: 39,890
+  echo "$g --grokfast ema --gf-alpha 0.98 --gf-lamb 2 --wd 0.005"    # 910
+  echo "$g --grokfast ma --gf-window 100 --gf-lamb 5 --wd 0.01"      # 790
   for setting in "--ln pre" "--ln off" "--preset nanda"; do
     r="python train.py $setting --seed $s --stop-after-grok 1000 --out $OUT"
     echo "$r"
