@@ -86,15 +86,20 @@ def mlp_table(cfg, P, alpha, tokens):
     return alpha * F.linear(h, P["readout.weight"], P.get("readout.bias"))
 
 
+def has_table(cfg):
+    return cfg.model == "mlp" or cfg.n_layers == 1 and cfg.dropout == 0
+
+
 def forward_fn(model, fast=True):
-    """f(P, buffers, tokens) -> logits: the table forward of the model's family where it has
-    one and fast is on (one layer, or the MLP), else model.py's forward itself."""
+    """f(P, buffers, tokens, train=True) -> logits: the table forward of the model's family
+    where it has one and fast is on (one layer without dropout, or the MLP), else model.py's
+    forward itself (train=False: in eval mode, no dropout)."""
     cfg = model.cfg
-    if fast and (cfg.model == "mlp" or cfg.n_layers == 1):
+    if fast and has_table(cfg):
         table = mlp_table if cfg.model == "mlp" else transformer_table
-        return lambda P, B, x: table(cfg, P, B["alpha"], x)
+        return lambda P, B, x, train=True: table(cfg, P, B["alpha"], x)
     base = copy.deepcopy(model).to("meta")  # the code; the parameters come in P
-    return lambda P, B, x: functional_call(base, (P, B), (x,))
+    return lambda P, B, x, train=True: functional_call(base.train(train), (P, B), (x,))
 
 
 def check_forward(model, fn, x, y):
@@ -144,9 +149,11 @@ class Stacked(nn.Module):
                 self.groups.append([r, r, fns[r] if fns else forward_fn(m, fast)])
             self.groups[-1][1] = r + 1
 
-    def forward(self, x):  # (R, N, 3) -> (R, N, n_out)
-        out = [vmap(fn)({n: p[s:e] for n, p in zip(self.names, self.flat)},
-                        {n: b[s:e] for n, b in self.bufs.items()}, x[s:e])
+    def forward(self, x, train=True):  # (R, N, 3) -> (R, N, n_out)
+        # dropout: each run its own masks, all from torch's one generator
+        out = [vmap(lambda P, B, x: fn(P, B, x, train), randomness="different")(
+                   {n: p[s:e] for n, p in zip(self.names, self.flat)},
+                   {n: b[s:e] for n, b in self.bufs.items()}, x[s:e])
                for s, e, fn in self.groups]
         return out[0] if len(out) == 1 else torch.cat(out)
 
@@ -156,7 +163,7 @@ def build_runs(models, fast=True, probe=None):
     Stacked one), its forward on (R, N, 3) -> (R, N, n_out), and per run the parameters it
     never reads. probe (x, y): check every distinct forward against model.py first."""
     fns = [forward_fn(m, fast) for m in models]
-    if probe is not None and fast:
+    if probe is not None and fast and has_table(models[0].cfg):
         for m, fn in {m.cfg.ln: (m, fn) for m, fn in zip(models, fns)}.values():
             check_forward(m, fn, *probe)
     skip = [unused(m, fn) for m, fn in zip(models, fns)]
@@ -164,7 +171,8 @@ def build_runs(models, fast=True, probe=None):
         model = Stacked(models, fast, fns)
         return model, model, skip
     m, fn = models[0], fns[0]
-    return m, lambda x: fn(dict(m.named_parameters()), dict(m.named_buffers()), x[0])[None], skip
+    return m, lambda x, train=True: fn(dict(m.named_parameters()), dict(m.named_buffers()),
+                                       x[0], train)[None], skip
 
 
 def named_params(model):

@@ -83,6 +83,7 @@ class Config:
     d_mlp: int = option(512, "MLP width")
     act: str = option("gelu", "gelu | relu")
     causal: bool = option(False, "causal attention mask")
+    dropout: float = option(0.0, "transformer: dropout on each sublayer's output (Nanda et al.)")
     ln: str = option("pre", "LayerNorm placement: " + " | ".join(LN_PLACEMENTS))
     norm: str = option("layernorm", "layernorm | rmsnorm")
     ln_eps: float = option(0.0, "norm epsilon (Singh et al.: 0)")
@@ -156,11 +157,9 @@ class Config:
         if self.b_offset < 0:
             raise Stop(f"--b-offset {self.b_offset} must be non-negative")
         if self.mlp_eq and (self.model != "mlp" or self.embed != "learned"):
-            raise Stop("--mlp-eq needs --model mlp with learned embeddings (a one-hot '=' is "
-                       "a constant input, i.e. a bias)")
+            raise Stop("--mlp-eq needs --model mlp with learned embeddings (one-hot: a bias)")
         if self.model == "mlp" and self.embed == "onehot" and self.b_offset:
-            raise Stop("--b-offset needs learned embeddings: one-hot operands have separate "
-                       "inputs already")
+            raise Stop("--b-offset needs learned embeddings: one-hot inputs are apart already")
         if self.split_rng != "torch" and (self.split != "random" or self.op == "div"):
             raise Stop(f"--split-rng {self.split_rng} draws a random split of every pair")
         if self.split not in ("square", "strip") and self.hole:
@@ -171,7 +170,8 @@ class Config:
         if self.lr <= 0 or self.alpha <= 0 or min(self.wd, self.warmup, self.eps, self.l1) < 0:
             raise Stop("--lr and --alpha must be positive, --wd, --warmup, --eps and --l1 "
                        "non-negative")
-        for k, v in (("betas", self.betas), ("gf-alpha", (self.gf_alpha,))):
+        for k, v in (("betas", self.betas), ("gf-alpha", (self.gf_alpha,)),
+                     ("dropout", (self.dropout,))):
             if not all(0 <= b < 1 for b in v):
                 raise Stop(f"--{k} {' '.join(map(str, v))} must be in [0, 1)")
         if self.gf_lamb < 0:
@@ -255,6 +255,7 @@ class Block(nn.Module):
         self.attn = Attention(cfg.d_model, cfg.n_heads)
         self.fc1 = nn.Linear(cfg.d_model, cfg.d_mlp)
         self.fc2 = nn.Linear(cfg.d_mlp, cfg.d_model)
+        self.drop = nn.Dropout(cfg.dropout)  # identity at 0 and in eval mode
         if cfg.ln != "off":  # both norms exist (trained, decayed) whenever LN is on, as Singh
             self.ln1, self.ln2 = make_norm(cfg), make_norm(cfg)
 
@@ -265,7 +266,7 @@ class Block(nn.Module):
         qk = self.ln1(x) if place.qk else x                 # (N, T, d) query and key input
         v = self.ln1(x) if place.v else x                   # (N, T, d) value input
         q, x = (qk[:, -1:], x[:, -1:]) if last_only else (qk, x)
-        x = x + self.attn(q, qk, v, mask, cache)
+        x = x + self.drop(self.attn(q, qk, v, mask, cache))
         if place.post:
             x = self.ln1(x)
         u = self.ln2(x) if place.mlp else x                 # MLP input
@@ -274,7 +275,7 @@ class Block(nn.Module):
         h = self.act(self.fc1(u))                           # (N, T, d_mlp)
         if cache is not None:
             cache["mlp_in"], cache["mlp_act"] = u, h
-        x = x + self.fc2(h)
+        x = x + self.drop(self.fc2(h))
         return self.ln2(x) if place.post else x
 
 

@@ -91,7 +91,7 @@ def test_b_offset_gives_the_second_operand_its_own_tokens():
     xs, xo = make_data(Config(**kw))[0], make_data(Config(**kw, b_offset=60))[0]
     assert torch.equal(xs[:, 0], xo[:, 0]) and torch.equal(xs[:, 1] + 60, xo[:, 1])
     assert (xo[:, 0] > 40).all()  # with b on 60.., first-operand tokens 0..40 never occur
-    with pytest.raises(Stop, match="one-hot operands"):
+    with pytest.raises(Stop, match="one-hot inputs"):
         Config(model="mlp", embed="onehot", b_offset=5).check()
 
 

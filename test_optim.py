@@ -126,6 +126,7 @@ def test_collapse_and_zero_loss_shares_by_hand():
     (["--optimizer", "sgd"], "unknown --optimizer"),
     (["--loss", "mse"], "unknown --loss"),
     (["--l1", "-1"], "--l1 non-negative"),
+    (["--dropout", "1.5"], "--dropout 1.5 must be in [0, 1)"),
     (["--init", "xavier"], "unknown --init"),
 ])
 def test_bad_intervention_options(argv, msg, tmp_path):
@@ -172,3 +173,21 @@ def test_l1_penalty_joins_the_gradient_and_kaiming_init(tmp_path):
         torch.testing.assert_close(got[n], p.detach(), rtol=1e-5, atol=1e-6)
     w = build_model(Config(init="kaiming")).blocks[0].fc1.weight
     assert abs(w.std().item() - (2 / 128) ** 0.5) < 0.005 and w.abs().max() > 2 / 128 ** 0.5
+
+
+def test_dropout_trains_resumes_exactly_and_is_off_at_evaluation(tmp_path):
+    cfg = small_cfg(steps=30, dropout=0.2)
+    a = train(cfg, str(tmp_path / "a"), log=quiet)
+    b = train(cfg, str(tmp_path / "b"), log=quiet)
+    # without dropout, on model.py's forward too (dropout has no table forward)
+    plain = train(small_cfg(steps=30), str(tmp_path / "p"), fast=False, log=quiet)
+    train(small_cfg(steps=15, dropout=0.2), str(tmp_path / "r"), log=quiet)
+    resumed = train(cfg, str(tmp_path / "r"), resume=True, log=quiet)
+    for k in ("train_loss", "test_loss", "update_norm"):
+        np.testing.assert_array_equal(a[k], b[k])  # same seed, same masks
+        np.testing.assert_array_equal(resumed[k], a[k])  # the random state is in resume.pt
+    assert a["train_loss"][0] == plain["train_loss"][0]  # evaluated without dropout
+    assert a["update_norm"][0] != plain["update_norm"][0]  # stepped with it
+    two = train([small_cfg(steps=10, dropout=0.2, seed=s) for s in (0, 1)],
+                [str(tmp_path / f"s{s}") for s in (0, 1)], log=quiet)  # a stack: masks per run
+    assert two[0]["train_loss"][-1] != two[1]["train_loss"][-1]

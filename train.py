@@ -169,6 +169,8 @@ def resume_runs(cfgs, run_dirs, model, opt, log):
         raise Stop("--resume: the runs stopped at different steps; resume them one at a time")
     try:
         load_runs(model, opt, cks)
+        if "rng" in cks[0]:
+            rng_state(cks[0]["rng"])
     except (KeyError, ValueError, RuntimeError) as e:
         raise Stop(f"--resume: {run_dirs[0]}/resume.pt does not fit this code "
                    f"({type(e).__name__}); start the run again")
@@ -202,6 +204,8 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
     metrics, start = resume_runs(cfgs, run_dirs, model, opt, log) if resume else \
         ([{k: [] for k in KEYS} for _ in cfgs], 0)
     make_folders(cfgs, run_dirs)  # only now: a refused --resume leaves no folder behind
+    # the evaluation's forward is the step's unless a step sees a batch or dropout
+    same = cfg.batch_size is None and cfg.dropout == 0
     # mini-batches: each run's own seeded order; idx holds the current batch's indices
     batches = [Batches(c, x) for c, x in zip(cfgs, x_tr)] if cfg.batch_size else None
     idx = torch.zeros(R, cfg.batch_size or 0, dtype=torch.long, device=device)
@@ -227,7 +231,8 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
         for c, d, (state, optim) in zip(cfgs, run_dirs, run_states(model, opt)):
             ck = dict(step=step, config=c.to_dict(), model=state)
             save_atomic(ck, os.path.join(d, "ckpt", f"step_{step:06d}.pt"))
-            save_atomic(dict(ck, optim=optim), os.path.join(d, "resume.pt"))
+            # and the random state (dropout masks), so that --resume goes on exactly
+            save_atomic(dict(ck, optim=optim, rng=rng_state()), os.path.join(d, "resume.pt"))
         save_metrics(metrics, run_dirs)
 
     interrupted = []
@@ -249,11 +254,11 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
             if not evaluate:
                 graph.replay() if graph else update(step_loss())
                 continue
-            with torch.set_grad_enabled(batches is None):  # full batch: stepped on, too
-                logits = forward(x_tr)
+            with torch.set_grad_enabled(same):  # full batch, no dropout: stepped on, too
+                logits = forward(x_tr, train=False)
                 losses = loss_fn(logits, y_tr, cfg.loss_dtype, cfg.loss)
             with torch.no_grad():
-                test_logits = forward(x_te)
+                test_logits = forward(x_te, train=False)
                 before = [p.detach().clone() for p in params]
             if not record(metrics, step, (logits, y_tr), (test_logits, y_te), losses,
                           before, hyper, ratios, (cfg.loss_dtype, cfg.loss), log):
@@ -266,7 +271,7 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
                 save(step)  # before the update: the checkpoint holds theta_step
                 if step == end:
                     break
-            update(losses if batches is None else step_loss())
+            update(losses if same else step_loss())
             with torch.no_grad():  # ||theta_{t+1} - theta_t|| of this step
                 upd = sum(((p - q).double() ** 2).reshape(R, -1).sum(1)
                           for p, q in zip(params, before)).sqrt().tolist()
@@ -283,6 +288,16 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
             f"{k} loss <= {GROK} at step {first_below(m['step'], m[k + '_loss']) or 'not reached'}"
             for k in ("train", "test")))
     return metrics[0] if single else metrics
+
+
+def rng_state(state=None):
+    """torch's random state (CPU, and the GPUs'), or set it from `state` when one is given."""
+    if state is None:
+        return dict(cpu=torch.get_rng_state(),
+                    cuda=torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [])
+    torch.set_rng_state(state["cpu"])
+    if state["cuda"] and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
 
 
 def record(metrics, step, train, test, losses, params, hyper, ratios, loss, log):
