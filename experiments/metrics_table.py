@@ -1,11 +1,11 @@
 """
-The grokking-accelerator tables of REPRODUCTION.md, from metrics.npz alone (no checkpoint
-analysis): per configuration, the steps to test accuracy >= 0.95 and to test loss <= 0.01 with
-the share of seeds that get there, the softmax-collapse share, and a Mann-Whitney U test of the
-steps to 0.95 against the same setting's baseline (analyze.baselines: no intervention, the
-setting's usual lr). A seed that never gets there counts as later than every step.
+A table of runs from metrics.npz alone (no checkpoint analysis), for REPRODUCTION.md: per
+configuration, the steps to test accuracy >= 0.95 and to test loss <= 0.01 with the share of
+seeds that get there, the softmax-collapse share, and a Mann-Whitney U test of the steps to
+0.95 against the same setting's baseline (analyze.baselines: no intervention, the setting's
+usual lr). A seed that never gets there counts as later than every step.
 
-    python experiments/interventions_table.py runs/interventions
+    python experiments/metrics_table.py runs/interventions
 """
 import glob
 import json
