@@ -291,31 +291,6 @@ def test_analyze_folder_of_runs_and_skip_bad_ones(tmp_path, capsys):
     assert os.path.getmtime(tmp_path / "pre_s0" / "analysis.npz") == mtime
 
 
-def test_mann_whitney_by_its_definition():
-    rng = np.random.default_rng(0)
-    for n1, n2 in ((5, 5), (4, 7), (40, 35)):  # exact, exact, normal approximation
-        x, y = list(rng.integers(0, 20, n1)), list(rng.integers(5, 25, n2))
-        x[0] = None  # never generalized: later than everything
-        inf = lambda v: np.inf if v is None else v
-        pairs = sum((inf(a) > b) + 0.5 * (inf(a) == b) for a in x for b in y)
-        U, p = A.mann_whitney(x, y)
-        assert U == pairs and 0 < p <= 1
-    assert A.mann_whitney([1, 2, 3], [4, 5, 6]) == (0, pytest.approx(0.1))  # 2 of 20 splits
-    assert A.mann_whitney([1, 2, 3], [1, 2, 3])[1] == 1.0
-    same = list(range(60))
-    assert A.mann_whitney(same, same)[1] == pytest.approx(1.0)
-
-
-def test_baseline_is_the_same_setting_without_intervention():
-    cfg = lambda **kw: Config(**kw)
-    groups = {"base": [(None, cfg(), None, None)], "ema": [(None, cfg(grokfast="ema"), None, None)],
-              "lr3": [(None, cfg(lr=3e-3), None, None)], "off": [(None, cfg(ln="off"), None, None)],
-              "ema-lr": [(None, cfg(grokfast="ema", lr=3e-4), None, None)]}
-    b = A.baselines(groups)
-    assert all(b[k] is groups["base"] for k in ("base", "ema", "lr3", "ema-lr"))
-    assert b["off"] is groups["off"]  # its own baseline: no other No LN configuration
-
-
 def test_summary_measures_at_a_common_step():
     r = dict(step=np.array([0, 500, 1500]), sr_train=np.array([4.0, 2.0, 0.0]),
              attn_entropy=np.full(3, np.nan))
@@ -402,13 +377,3 @@ def test_imports_run_one_way():
     assert project_imports(M.__file__) <= {"data", "model", "fourier"}
     assert project_imports(fourier.__file__) == set()
     assert project_imports(A.__file__) == {"data", "model", "train", "measures", "plots"}
-
-
-def test_seed_mean_curve_statistic_against_per_seed_steps():
-    steps = np.arange(0, 100, 10)
-    curve = lambda drop: np.where(steps >= drop, 0.001, 1.0)  # test loss falls at `drop`
-    runs = [(None, None, dict(step=steps, test_loss=curve(d)), None) for d in (20, 40, 90)]
-    # the mean is <= 0.01 only once every seed is below: (1 + 2 * 0.001) / 3 > 0.01 before
-    assert A.mean_curve_step(runs) == 90 and A.grok_steps(runs) == [20, 40, 90]
-    short = dict(step=steps[:4], test_loss=curve(20)[:4])  # stopped early: keeps its last value
-    assert A.mean_curve_step([(None, None, short, None), runs[1]]) == 40
