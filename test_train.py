@@ -19,7 +19,7 @@ import optim
 from data import Stop, make_data
 from model import Config, LN_PLACEMENTS, build_model
 from optim import AdamW
-from train import load_checkpoint, main, parse_args, train
+from train import check_options, load_checkpoint, main, parse_args, train
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SMALL = dict(p=23, d_model=32, n_heads=4, d_mlp=64, frac=0.5, eval_every=5, ckpt_every=10)
@@ -270,7 +270,7 @@ def test_batched_runs_are_every_combination_and_share_shape(tmp_path):
 
 @pytest.mark.parametrize("script", sorted(f for f in os.listdir(os.path.join(HERE, "experiments"))
                                            if f.endswith(".sh") and f != "jobs.sh"))
-def test_experiment_scripts_list_valid_distinct_runs(script):
+def test_experiment_scripts_list_valid_distinct_runs(script, tmp_path):
     def runs(mode):  # the run folders that the commands `script mode` prints would write
         out = subprocess.run(["bash", os.path.join(HERE, "experiments", script), mode],
                              capture_output=True, text=True, check=True).stdout.splitlines()
@@ -278,9 +278,8 @@ def test_experiment_scripts_list_valid_distinct_runs(script):
         names = []
         for line in out[:-1]:
             assert line.startswith("python train.py ")
-            cfgs, dirs, _ = parse_args(line.split()[2:])
-            for c in cfgs:
-                c.check()  # raises on a bad option
+            cfgs, dirs, _ = parse_args(line.split()[2:] + ["--out", str(tmp_path)])
+            check_options(cfgs, dirs, "cpu", False)  # raises on a bad option or batch
             names += dirs
         return names
     names = runs("--list")
