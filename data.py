@@ -146,16 +146,19 @@ def balanced_order(x, B, rng):
     return np.concatenate(out)
 
 
-def token_frequency(cfg, x_train):
-    """The mean fraction of steps in which an operand token of the training set is in the
-    batch (over the first epoch; 1 with full batches): how often its embedding row is updated."""
-    if cfg.batch_size is None:
-        return 1.0
+def token_shares(cfg, x_train):
+    """Per operand token of the training set (in token order): the fraction of the first
+    epoch's steps whose batch holds it (how often its embedding row is updated)."""
     batches, x = Batches(cfg, x_train), x_train.cpu()
     seen = torch.zeros(batches.per_epoch, int(x.max()) + 1, dtype=torch.bool)
     for t in range(batches.per_epoch):
         seen[t, x[batches(t), :2].flatten()] = True
-    return float(seen[:, x[:, :2].unique()].double().mean())
+    return seen[:, x[:, :2].unique()].double().mean(0)
+
+
+def token_frequency(cfg, x_train):
+    """The mean of token_shares: f_E of AlQuabeh et al.'s rule (1 with full batches)."""
+    return 1.0 if cfg.batch_size is None else float(token_shares(cfg, x_train).mean())
 
 
 def save_atomic(obj, path):

@@ -16,19 +16,10 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from data import Batches, load_checkpoint, make_data  # noqa: E402
+from data import load_checkpoint, make_data, token_shares  # noqa: E402
 from measures import hessian_top  # noqa: E402
 from model import Config, build_model  # noqa: E402
 from train import first_below  # noqa: E402
-
-
-def presence(cfg, x):
-    """Per operand token: the fraction of one epoch's steps whose batch holds it."""
-    b = Batches(cfg, x)
-    seen = np.zeros((b.per_epoch, int(x.max()) + 1), bool)
-    for t in range(b.per_epoch):
-        seen[t, x[b(t), :2].flatten().numpy()] = True
-    return seen[:, :cfg.p].mean(0)
 
 
 def top_eigenvalues(run, cfg, x, y, step=2000):
@@ -53,7 +44,7 @@ def main(root):
             dict(seed=cfg.seed, grok=first_below(m["step"], m["test_loss"]),
                  acc=first_below(m["step"], -m["test_acc"], -0.9), end=int(m["step"][-1]),
                  final=float(m["test_acc"][-1]), fit=first_below(m["step"], m["train_loss"]),
-                 present=presence(cfg, x), eig=eig))
+                 present=token_shares(cfg, x).numpy(), eig=eig))
     fmt = lambda v: "never" if v is None else str(v)
     mean = lambda vs: (f"{np.mean(vs):.0f} +- {np.std(vs):.0f}" if vs else "never")
     print("| batch | input | emb lr ratio | batches | train loss <= 0.01 at, per seed | test loss "
