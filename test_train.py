@@ -48,6 +48,7 @@ def small_cfg(**kw):
     (["--hole", "3"], "--hole needs --split"),
     (["--device", "tpu"], "unknown --device"),
     (["--device", "mps"], "no float64"),
+    (["--seed", "0", "1", "--data-seed", "3", "4", "5"], "one per --seed (2)"),
     (["--preset", "alquabeh", "--embed", "onehot", "--emb-lr-ratio", "auto"],
      "needs learned embeddings"),
 ])
@@ -255,6 +256,8 @@ def test_batched_runs_are_every_combination_and_share_shape(tmp_path):
     cfgs, names, _ = parse_args(["--lr", "1e-3", "3e-3", "--seed", "0", "1"])
     assert [(c.seed, c.lr) for c in cfgs] == [(0, 1e-3), (0, 3e-3), (1, 1e-3), (1, 3e-3)]
     assert len(set(names)) == 4
+    cfgs, names, _ = parse_args(["--seed", "0", "1", "--data-seed", "7", "9"])  # paired
+    assert [(c.seed, c.data_seed) for c in cfgs] == [(0, 7), (1, 9)] and "data-seed-9" in names[1]
     cfgs, _, _ = parse_args(["--ln", "pre", "mlp-pre", "--seed", "0", "1"])
     assert [(c.ln, c.seed) for c in cfgs] == [("pre", 0), ("pre", 1), ("mlp-pre", 0),
                                               ("mlp-pre", 1)]

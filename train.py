@@ -84,7 +84,7 @@ def parse_args(argv=None):
             ap.add_argument("--" + flag(f.name), type=float, nargs=2, **kw)
         else:
             ap.add_argument("--" + flag(f.name), type=int if d is None else type(d),
-                            nargs="+" if f.name in MULTI else None, **kw)
+                            nargs="+" if f.name in MULTI + ("data_seed",) else None, **kw)
     ap.add_argument("--device", default="auto", help="auto (cuda if there is one) | cpu | cuda")
     ap.add_argument("--out", default="runs", help="folder of runs")
     ap.add_argument("--name", help="run name (default: built from the options given)")
@@ -99,9 +99,15 @@ def parse_args(argv=None):
     given = {f.name: getattr(args, f.name) for f in fields(Config)
              if getattr(args, f.name) is not None}
     multi = {k: given[k] for k in MULTI if k in given}
-    base = {**PRESETS[args.preset], **given}
+    # several data seeds: one per --seed, paired in order (a split drawn apart from the init)
+    seeds, data_seeds = given.get("seed", [None]), given.get("data_seed", [None])
+    if len(data_seeds) not in (1, len(seeds)):
+        raise Stop(f"--data-seed: give one, or one per --seed ({len(seeds)})")
+    base = {**PRESETS[args.preset], **given, "data_seed": None}
     cfgs = [Config.from_dict({**base, **dict(zip(multi, vals))})
             for vals in itertools.product(*multi.values())]
+    for c in cfgs:
+        c.data_seed = data_seeds[seeds.index(c.seed) if len(data_seeds) > 1 else 0]
     names = [os.path.join(args.out, args.name or run_name(c, args.preset, given)) for c in cfgs]
     return cfgs, names, args
 
@@ -350,8 +356,8 @@ def progress(metrics, step, end, start, t0, shown, log):
 
 
 def main(argv=None):
-    cfgs, run_dirs, args = parse_args(argv)
     try:
+        cfgs, run_dirs, args = parse_args(argv)
         print(f"run {', '.join(run_dirs)}")
         train(cfgs[0] if len(cfgs) == 1 else cfgs, run_dirs[0] if len(cfgs) == 1 else run_dirs,
               args.device, args.resume, args.stop_after_grok, args.fast)

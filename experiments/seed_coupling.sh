@@ -13,10 +13,9 @@ jobs() { for s in $(seq 0 19); do
   echo "$r --split-rng singh"
 done; }
 batched() {  # one command per arm: the 20 seeds of an arm train together
-  echo "python train.py --ln off --seed $(seq -s ' ' 0 19) --stop-after-grok 1000 --out $OUT"
-  echo "python train.py --ln off --seed $(seq -s ' ' 0 19) --stop-after-grok 1000 --out $OUT --split-rng singh"
-  for s in $(seq 0 19); do
-    echo "python train.py --ln off --seed $s --stop-after-grok 1000 --out $OUT --data-seed $((s + 10000))"
-  done
+  r="python train.py --ln off --seed $(seq -s ' ' 0 19) --stop-after-grok 1000 --out $OUT"
+  echo "$r"
+  echo "$r --data-seed $(seq -s ' ' 10000 10019)"  # paired: seed s with data seed s + 10000
+  echo "$r --split-rng singh"
 }
 run_jobs "$@"
