@@ -326,7 +326,10 @@ def top_neurons(c):
 
 
 FINAL = {  # at the final checkpoint only: name -> function of its context (None: no such key)
-    "keys": lambda c: np.array(c.keys, dtype=int),
+    "keys": lambda c: np.array(c.keys, dtype=int),  # by W_E's Fourier norms (fixed per run)
+    # the paper's text: the frequencies of the neuron-logit map W_L, by the same share rule
+    "keys_logit": lambda c: np.array(key_frequencies(frequency_norms(
+        neuron_logit_map(c.model, c.cfg).detach(), c.B)), dtype=int),
     # loss over all pairs with each key frequency removed, all removed, all but them removed
     "ablate_each": lambda c: (np.array([excluded_loss(c.L, c.y, c.p, [k]) for k in c.keys])
                               if c.is_add else np.zeros(0)),

@@ -44,7 +44,18 @@ def test_pure_cosine_embedding_has_one_key_frequency_and_gini_near_one():
         norms = M.frequency_norms(E, M.fourier_basis(P))
         assert M.key_frequencies(norms) == [k]
         assert M.gini(norms[1:]) > 0.9
-        assert M.c_fourier(E) > 1.0  # the paper: crossing 1 tracks generalization
+        assert M.c_fourier(E) > 1.0  # (no threshold in the paper; from ~0.01 at init)
+
+
+def test_keys_of_the_neuron_logit_map_find_its_one_frequency():
+    cfg = Config(p=P, d_model=8, n_heads=2, d_mlp=16)
+    model = build_model(cfg).double()
+    w = 2 * math.pi * 4 * torch.arange(cfg.n_vocab, dtype=torch.float64) / P
+    with torch.no_grad():  # W_L = W_U^T W_out: over the classes, frequency 4 alone
+        model.unembed.zero_()
+        model.unembed[0], model.unembed[1] = torch.cos(w), torch.sin(w)
+    c = types.SimpleNamespace(model=model, cfg=cfg, B=M.fourier_basis(P))
+    assert M.FINAL["keys_logit"](c).tolist() == [4]
 
 
 def test_random_embedding_has_low_gini_and_small_c_fourier():
