@@ -83,7 +83,7 @@ class Config:
     d_mlp: int = option(512, "MLP width")
     act: str = option("gelu", "gelu | relu")
     causal: bool = option(False, "causal attention mask")
-    dropout: float = option(0.0, "transformer: dropout on each sublayer's output (Nanda et al.)")
+    dropout: float = option(0.0, "transformer: dropout on the MLP neurons (Nanda et al.)")
     ln: str = option("pre", "LayerNorm placement: " + " | ".join(LN_PLACEMENTS))
     norm: str = option("layernorm", "layernorm | rmsnorm")
     ln_eps: float = option(0.0, "norm epsilon (Singh et al.: 0)")
@@ -266,16 +266,16 @@ class Block(nn.Module):
         qk = self.ln1(x) if place.qk else x                 # (N, T, d) query and key input
         v = self.ln1(x) if place.v else x                   # (N, T, d) value input
         q, x = (qk[:, -1:], x[:, -1:]) if last_only else (qk, x)
-        x = x + self.drop(self.attn(q, qk, v, mask, cache))
+        x = x + self.attn(q, qk, v, mask, cache)
         if place.post:
             x = self.ln1(x)
         u = self.ln2(x) if place.mlp else x                 # MLP input
         if scale_free:  # SR-train of Singh et al.: remove the feature norm the MLP could use
             u = u / u.norm(dim=-1, keepdim=True)
-        h = self.act(self.fc1(u))                           # (N, T, d_mlp)
+        h = self.drop(self.act(self.fc1(u)))                # (N, T, d_mlp) neurons
         if cache is not None:
             cache["mlp_in"], cache["mlp_act"] = u, h
-        x = x + self.drop(self.fc2(h))
+        x = x + self.fc2(h)
         return self.ln2(x) if place.post else x
 
 

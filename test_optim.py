@@ -196,6 +196,22 @@ def test_dropout_trains_resumes_exactly_and_is_off_at_evaluation(tmp_path):
     assert two[0]["train_loss"][-1] != two[1]["train_loss"][-1]
 
 
+def test_dropout_drops_mlp_neurons_and_scales_the_rest():
+    model = build_model(small_cfg(dropout=0.5)).double()
+    x = make_data(model.cfg)[0]
+    torch.manual_seed(0)
+    cache, off = {}, {}
+    model.train()
+    model.residuals(x, cache)
+    model.eval()
+    model.residuals(x, off)
+    h, h0 = cache["mlp_act"], off["mlp_act"]  # Nanda et al.: each neuron zeroed with prob. p
+    kept = h != 0
+    assert abs(kept.double().mean().item() - 0.5) < 0.02 and (h0 != 0).all()
+    torch.testing.assert_close(h[kept], 2 * h0[kept])  # the others scaled by 1 / (1 - p)
+    torch.testing.assert_close(cache["mlp_in"], off["mlp_in"])  # attention untouched
+
+
 def test_mann_whitney_by_its_definition():
     rng = np.random.default_rng(0)
     for n1, n2 in ((5, 5), (4, 7), (40, 35)):  # exact, exact, normal approximation
