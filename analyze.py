@@ -312,17 +312,24 @@ def summary_row(lab, runs, base=None):
             f"{max(got) if len(got) == len(te) else 'not all'}"]
 
 
+def summary_rows(groups):
+    base = baselines(groups)
+    return [summary_row(lab, runs, base[lab]) for lab, runs in groups.items()]
+
+
+def markdown(header, rows):
+    return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+                     + ["| " + " | ".join(r) + " |" for r in rows]) + "\n"
+
+
 def write_summary(root, groups):
     """runs/summary.csv and runs/summary.md, one row per configuration."""
-    base = baselines(groups)
-    rows = [summary_row(lab, runs, base[lab]) for lab, runs in groups.items()]
+    rows = summary_rows(groups)
     with open(os.path.join(root, "summary.csv.tmp"), "w", newline="") as f:
         csv.writer(f).writerows([HEADER] + rows)
     os.replace(os.path.join(root, "summary.csv.tmp"), os.path.join(root, "summary.csv"))
-    md = ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
-    md += ["| " + " | ".join(r) + " |" for r in rows]
     with open(os.path.join(root, "summary.md.tmp"), "w") as f:
-        f.write("\n".join(md) + "\n")
+        f.write(markdown(HEADER, rows))
     os.replace(os.path.join(root, "summary.md.tmp"), os.path.join(root, "summary.md"))
 
 

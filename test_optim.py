@@ -3,10 +3,15 @@ Tests of optim.py's interventions and train.py's losses: each against a straight
 computation on a hand-made case (Grokfast's filters, ⊥Grad, Muon against torch.optim.Muon,
 Adam's coupled L2 against torch.optim.Adam, StableMax and its gradient, the collapse shares),
 training with every option on (resume and batched runs equal lone runs), and the statistics that
-compare runs (Mann-Whitney U, the baseline of a configuration, the seed-mean curve).
+compare runs (Mann-Whitney U, the baseline of a configuration, the seed-mean curve) and the
+tables that experiments/claims.py prints from run folders.
 
     python -m pytest -q test_optim.py
 """
+import json
+import os
+import sys
+
 import numpy as np
 import pytest
 import torch
@@ -245,3 +250,26 @@ def test_seed_mean_curve_statistic_against_per_seed_steps():
     assert A.mean_curve_step(runs) == 90 and A.grok_steps(runs) == [20, 40, 90]
     short = dict(step=steps[:4], test_loss=curve(20)[:4])  # stopped early: keeps its last value
     assert A.mean_curve_step([(None, None, short, None), runs[1]]) == 40
+
+
+def test_claims_prints_each_arm_seed_by_seed_from_the_run_folders(tmp_path, capsys, monkeypatch):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "experiments"))
+    import claims
+    steps = np.arange(0, 1001, 100)
+    for seed, data_seed, grok in ((0, None, 300), (1, None, None), (0, 10000, 200),
+                                  (1, 10001, 700)):  # made-up runs: the step test loss hits 0.01
+        run = tmp_path / f"ln-off_{data_seed}_s{seed}"
+        run.mkdir()
+        (run / "config.json").write_text(json.dumps(
+            Config(ln="off", seed=seed, data_seed=data_seed).to_dict()))
+        loss = np.where(steps >= (grok or 10 ** 9), 0.005, 1.0)
+        np.savez(run / "metrics.npz", step=steps, test_loss=loss, test_acc=1 - loss)
+    monkeypatch.setitem(claims.SECTIONS, "coupling", ("c", str(tmp_path), "-", claims.coupling))
+    monkeypatch.setitem(claims.SECTIONS, "grids", ("g", str(tmp_path / "no"), "make it", print))
+    claims.main(["coupling", "grids"])
+    out = capsys.readouterr().out
+    assert "| coupled: split and init from one seed | s0: 300 / s1: - | 300 +- 0 (1/2) |" in out
+    assert "| independent: split from --data-seed | s0: 200 / s1: 700 | 450 +- 250 (2/2) | 700 |" \
+        in out  # the seed-mean curve is <= 0.01 only once both are
+    assert "coupled first in 0, later in 2, tied in 0 of 2 seeds" in out
+    assert "not on this machine; made by: make it" in out

@@ -1,0 +1,153 @@
+"""
+Every table of REPRODUCTION.md, printed from the run folders that made it, so that a reader
+re-derives each one:
+
+    python experiments/claims.py             # every section whose runs are on this machine
+    python experiments/claims.py coupling    # one section (names: --help)
+
+A section whose folder is missing says which command makes it. Sections of analysed runs
+analyse them first (analyze.py's cache: only runs whose checkpoints or measures changed).
+"""
+import glob
+import json
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import analyze as A  # noqa: E402
+import metrics_table  # noqa: E402
+import minibatch_table  # noqa: E402
+from model import Config  # noqa: E402
+from train import first_below  # noqa: E402
+
+
+def load(root, analysed=False):
+    """{run: (cfg, metrics, analysis)} of the runs right below root."""
+    done = {}
+    for run in sorted(os.path.dirname(p) for p in glob.glob(os.path.join(root, "*", "metrics.npz"))):
+        cfg = Config.from_dict(json.load(open(os.path.join(run, "config.json"))))
+        res = A.analyse_run(run, log=lambda *_: None) if analysed else {}
+        done[run] = (cfg, dict(np.load(os.path.join(run, "metrics.npz"))), res)
+    return done
+
+
+def summary(root):
+    """analyze.py's summary table (runs/summary.md), every column."""
+    groups, _ = A.group_runs(load(root, analysed=True))
+    print(A.markdown(A.HEADER, A.summary_rows(groups)))
+
+
+def per_seed(root, arm=None):
+    """Steps to test loss <= 0.01 seed by seed, their mean, the seed-mean curve's step (Singh
+    et al.'s statistic) and a Mann-Whitney U test against the first group. arm: a label per
+    config (default: analyze's grouping, which ignores --data-seed)."""
+    done = load(root)
+    if arm is None:
+        groups, _ = A.group_runs(done)
+    else:
+        groups = {}
+        for run, (cfg, m, r) in done.items():
+            groups.setdefault(arm(cfg), []).append((run, cfg, m, r))
+        groups = dict(sorted(groups.items()))
+    first = next(iter(groups.values()))
+    rows = []
+    for lab, runs in groups.items():
+        te = A.grok_steps(runs)
+        mw = "-" if runs is first else "U {:g} / p {:.3f}".format(
+            *A.mann_whitney(te, A.grok_steps(first)))
+        rows.append([lab, " / ".join(f"s{c.seed}: {s or '-'}" for (_, c, _, _), s in zip(runs, te)),
+                     f"{A.fmt(te)} ({sum(s is not None for s in te)}/{len(te)})",
+                     str(A.mean_curve_step(runs) or "not reached"),
+                     A.fmt([float(np.max(m["test_acc"])) for _, _, m, _ in runs], 3), mw])
+    print(A.markdown(["configuration", "test loss <= 0.01 at, per seed", "mean +- std (reached)",
+                      "seed-mean curve <= 0.01 at", "best test acc",
+                      f"vs {next(iter(groups))}: Mann-Whitney U / p"], rows))
+
+
+def coupling(root):
+    """experiments/seed_coupling.sh: one seed drawing split and init, against independent
+    draws; also seed by seed, which arm got there first."""
+    arm = lambda c: ("coupled: split and init from one seed" if c.data_seed is None
+                     and c.split_rng == "torch" else "independent: split from --data-seed"
+                     if c.data_seed is not None else f"{c.split_rng}: their code's split")
+    per_seed(root, arm)
+    by = {}
+    for run, (cfg, m, _) in load(root).items():
+        s = first_below(m["step"], m["test_loss"])
+        by.setdefault(cfg.seed, {})[arm(cfg).split(":")[0]] = np.inf if s is None else s
+    for other in ("independent", "singh"):
+        pairs = [(d["coupled"], d[other]) for d in by.values() if other in d and "coupled" in d]
+        if pairs:
+            print(f"seed by seed, coupled vs {other}: coupled first in "
+                  f"{sum(a < b for a, b in pairs)}, later in {sum(a > b for a, b in pairs)}, "
+                  f"tied in {sum(a == b for a, b in pairs)} of {len(pairs)} seeds\n")
+
+
+def cleanup(root):
+    """Nanda et al.'s mainline through cleanup: key frequencies, the neuron and logit fits,
+    and the progress measures every 4th checkpoint."""
+    for run in sorted(load(root, analysed=True)):
+        a = dict(np.load(os.path.join(run, "analysis.npz")))
+        print(run, *(f"{k} {a[k]}" for k in ("keys", "keys_logit", "keys_neurons",
+                                              "one_freq_share", "cos_r2", "cos_r2_per_freq")
+                     if k in a))
+        keys = ("step", "test_loss", "restricted_loss", "excluded_loss", "gini_embed",
+                "gini_logit", "weight_norm")
+        rows = [[f"{a[k][i]:.3g}" for k in keys] for i in range(0, len(a["step"]), 4)]
+        print(A.markdown(list(keys), rows))
+
+
+SECTIONS = {  # name: (REPRODUCTION.md's heading, folder, what makes it, printer)
+    "placements": ("LN placements (Singh et al.)", "runs/ln_placements",
+                   "bash experiments/ln_placements.sh --list | bash", summary),
+    "coupling": ("Does one seed drawing both split and init slow No LN?", "runs/seed_coupling",
+                 "bash experiments/seed_coupling.sh --batched | bash", coupling),
+    "optimization": ("Learning rate, weight decay and readout scale (Singh et al.)",
+                     "runs/optimization", "bash experiments/optimization.sh --list | bash",
+                     per_seed),
+    "grids": ("Singh et al.'s own grids and appendix", "runs/singh_grids",
+              "bash experiments/singh_grids.sh --batched | bash", per_seed),
+    "nanda": ("Progress measures: training fraction and weight decay (Nanda et al.)",
+              "runs/nanda", "bash experiments/nanda.sh --list | bash", summary),
+    "fractions": ("Training fractions 0.4-0.9 (Nanda et al.'s released sweep)",
+                  "runs/nanda_fractions", "bash experiments/nanda_fractions.sh --list | bash",
+                  metrics_table.main),
+    "cleanup": ("The mainline through cleanup (Nanda et al.)", "runs/nanda_cleanup",
+                "python train.py --preset nanda --seed 0 --steps 16000 --out runs/nanda_cleanup",
+                cleanup),
+    "gu": ("Dug-out training sets, a^2+ab+b^2 and depth (Gu et al.)", "runs/gu",
+           "bash experiments/gu.sh --list | bash", summary),
+    "gu_setting": ("Gu et al. in their code's setting", "runs/gu_setting",
+                   "bash experiments/gu_setting.sh --batched | bash", summary),
+    "gu_preview": ("Gu et al.'s strip, a first look", "runs/gu_preview",
+                   "python train.py --preset gu --seed 0 --split strip --hole 40 [--b-offset 60] "
+                   "--steps 10000 --out runs/gu_preview", summary),
+    "embedding": ("Embedding-MLP (AlQuabeh et al.)", "runs/embedding",
+                  "bash experiments/embedding.sh --list | bash", summary),
+    "minibatch": ("Embedding-MLP with mini-batches (AlQuabeh et al.)", "runs/minibatch",
+                  "bash experiments/minibatch.sh --list | bash", minibatch_table.main),
+    "interventions": ("Grokking accelerators", "runs/interventions",
+                      "bash experiments/interventions.sh --list | bash", metrics_table.main),
+}
+
+
+def main(argv):
+    if any(a.startswith("-") for a in argv):
+        return print(__doc__.strip() + "\n\nsections: " + ", ".join(SECTIONS))
+    names = argv or list(SECTIONS)
+    bad = [n for n in names if n not in SECTIONS]
+    if bad:
+        sys.exit(f"error: unknown section {bad[0]}; choose from {', '.join(SECTIONS)}")
+    for n in names:
+        heading, root, make, show = SECTIONS[n]
+        print(f"## {heading} ({root})\n")
+        if glob.glob(os.path.join(root, "*", "metrics.npz")):
+            show(root)
+        else:
+            print(f"not on this machine; made by: {make}\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
