@@ -273,3 +273,5 @@ def test_claims_prints_each_arm_seed_by_seed_from_the_run_folders(tmp_path, caps
         in out  # the seed-mean curve is <= 0.01 only once both are
     assert "coupled first in 0, later in 2, tied in 0 of 2 seeds" in out
     assert "not on this machine; made by: make it" in out
+    loss = np.array([1.0, 0.5, 6.0, 0.1, 0.9, 20.0])  # > 10x the evaluation before: 2
+    assert claims.jumps(np.arange(6) * 10, loss) == (2, 20)

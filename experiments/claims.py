@@ -85,6 +85,29 @@ def coupling(root):
                   f"tied in {sum(a == b for a, b in pairs)} of {len(pairs)} seeds\n")
 
 
+def jumps(step, loss, factor=10):
+    """Slingshots as counted here: evaluations whose train loss is > factor x the one before.
+    Returns (how many, the first one's step or None)."""
+    up = np.nonzero(loss[1:] > factor * loss[:-1])[0] + 1
+    return len(up), (int(step[up[0]]) if len(up) else None)
+
+
+def regularizers(root):
+    """Nanda et al.'s appendix: per run, when test loss reaches 0.01, the final test accuracy
+    and the train-loss jumps (> 10x from one evaluation to the next, every eval_every steps)."""
+    groups, _ = A.group_runs(load(root))
+    rows = []
+    for lab, runs in groups.items():
+        for _, c, m, _ in runs:
+            n, first = jumps(m["step"], m["train_loss"])
+            rows.append([lab, str(c.seed), str(first_below(m["step"], m["test_loss"]) or "-"),
+                         f"{m['test_acc'][-1]:.3f}", f"{n} ({first or '-'})",
+                         f"{np.nanmax(m['collapse']):.2f}", str(int(m["step"][-1]))])
+    print(A.markdown(["configuration", "seed", "test loss <= 0.01 at", "final test acc",
+                      "train-loss jumps > 10x (first at)", "max softmax-collapse share",
+                      "steps run"], rows))
+
+
 def cleanup(root):
     """Nanda et al.'s mainline through cleanup: key frequencies, the neuron and logit fits,
     and the progress measures every 4th checkpoint."""
@@ -111,6 +134,9 @@ SECTIONS = {  # name: (REPRODUCTION.md's heading, folder, what makes it, printer
               "bash experiments/singh_grids.sh --batched | bash", per_seed),
     "nanda": ("Progress measures: training fraction and weight decay (Nanda et al.)",
               "runs/nanda", "bash experiments/nanda.sh --list | bash", summary),
+    "regularizers": ("Dropout, L1 and a float32 loss (Nanda et al.'s appendix)",
+                     "runs/nanda_regularizers",
+                     "bash experiments/nanda_regularizers.sh --batched | bash", regularizers),
     "fractions": ("Training fractions 0.4-0.9 (Nanda et al.'s released sweep)",
                   "runs/nanda_fractions", "bash experiments/nanda_fractions.sh --list | bash",
                   metrics_table.main),

@@ -1,0 +1,15 @@
+# Nanda et al.'s appendix D.1-D.2 on their mainline (--preset nanda), 3 seeds, their 40k budget:
+# weight decay replaced by dropout on the MLP neurons or by an L1 penalty added to the loss (not
+# decoupled), and the loss in float32 against float64 (slingshots). The paper's text, as we hold
+# it, lost its numbers (the dropout rates, L1's lambda): the values below are ours.
+# 15 runs of 40k steps: a GPU job (bash experiments/nanda_regularizers.sh --batched).
+source "$(dirname "$0")/jobs.sh"
+OUT=runs/nanda_regularizers
+jobs() { for s in 0 1 2; do
+  r="python train.py --preset nanda --seed $s --out $OUT"
+  echo "$r"                                    # the mainline, float64 loss, 40k steps
+  echo "$r --loss-dtype float32"
+  for p in 0.1 0.2; do echo "$r --wd 0 --dropout $p"; done
+  echo "$r --wd 0 --l1 1e-5"
+done; }
+run_jobs "$@"
