@@ -85,6 +85,13 @@ def effective_rank(Z):
     return float(torch.exp(-(q * q.log()).sum()))
 
 
+def matrix_rank(Z):
+    """Singh et al.'s R(Z): torch's numerical rank of Z^T Z at its default tolerance, in
+    float32 as their features are (the tolerance scales with the dtype's eps)."""
+    Z = Z.float()
+    return int(torch.linalg.matrix_rank(Z.T @ Z))
+
+
 def power_law_alpha(x, tail=2):
     """Continuous power-law exponent of the values x by maximum likelihood, xmin chosen to
     minimise the Kolmogorov-Smirnov distance (Clauset et al.; the `powerlaw` package that Singh
@@ -293,6 +300,7 @@ MEASURES = {  # name in analysis.npz -> function of the checkpoint's context
     "sr_train": sr_train,  # Singh et al.'s; ours keeps the LayerNorms and normalises LN(x):
     "sr_train_ln": lambda c: ce(c.model(c.x[c.train], scale_free=True).double(), c.y[c.train]),
     "eff_rank": lambda c: effective_rank(c.cache["resid"][c.test]),
+    "rank": lambda c: matrix_rank(c.cache["resid"][c.test]),
     "spectrum_exponent": lambda c: spectrum_exponent(c.cache["resid"][c.test]),
     "power_law_alpha": lambda c: power_law_alpha(spectrum(c.cache["resid"][c.test]).numpy()),
     "ntk_distance": ntk_distance,
