@@ -70,8 +70,7 @@ class Config:
     b_offset: int = option(0, "token of the second operand b is b + this: 0 one vocabulary "
                            "for both operands; p their own ranges (Gu et al.'s strips: 60)")
     seed: int = option(0, "seed of the split and the initial weights")
-    data_seed: Optional[int] = option(None, "seed of the split alone (default: --seed); "
-                                      "several: one per --seed")
+    data_seed: Optional[int] = option(None, "split's seed (default --seed); one per --seed")
     split_rng: str = option("torch", "split drawn by: torch | singh | nanda (their code's shuffle)")
     # model
     model: str = option("transformer", "transformer | mlp")

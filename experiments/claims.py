@@ -26,7 +26,7 @@ from train import first_below  # noqa: E402
 def load(root, analysed=False):
     """{run: (cfg, metrics, analysis)} of the runs right below root."""
     done = {}
-    for run in sorted(os.path.dirname(p) for p in glob.glob(os.path.join(root, "*", "metrics.npz"))):
+    for run in sorted(map(os.path.dirname, glob.glob(os.path.join(root, "*", "metrics.npz")))):
         cfg = Config.from_dict(json.load(open(os.path.join(run, "config.json"))))
         res = A.analyse_run(run, log=lambda *_: None) if analysed else {}
         done[run] = (cfg, dict(np.load(os.path.join(run, "metrics.npz"))), res)
