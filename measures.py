@@ -28,7 +28,7 @@ from data import all_pairs, hole_mask, train_mask
 from fourier import (ONE_FREQ, ce, cos_fit_r2, cos_template_r2, excluded_loss, fourier_basis,
                      frequency_norms, key_frequencies, neuron_frequencies, restricted_loss)
 
-N_NTK = 256       # fixed train examples for the NTK (Singh et al.: all; K is 3831^2 x 0.2M)
+N_NTK = 256       # fixed train pairs for the NTK; None: all, Singh et al.'s K (3831^2 x 0.2M MACs)
 N_ATTN = 1024     # fixed pairs for attention entropy (full forward over all positions)
 N_NEURONS = 4     # MLP neurons drawn as (a, b) heatmaps
 
@@ -169,7 +169,7 @@ def ntk(model, x):
     def f(prm, xi):
         return functional_call(model, prm, (xi[None],)).sum()
     with sdpa_kernel(SDPBackend.MATH):  # batchable attention for deeper models, as in Stacked
-        J = vmap(grad(f), in_dims=(None, 0))(params, x)
+        J = vmap(grad(f), in_dims=(None, 0), chunk_size=256)(params, x)  # bounded memory
     J = torch.cat([j.flatten(1) for j in J.values()], 1).double()
     return J @ J.T
 

@@ -209,6 +209,15 @@ def test_ntk_equals_explicit_per_example_gradients(n_layers):
     torch.testing.assert_close(M.ntk(model, x), J @ J.T)
 
 
+def test_ntk_over_more_pairs_than_one_chunk_equals_it_over_any_two():
+    cfg = Config(p=17, d_model=8, n_heads=2, d_mlp=16, dtype="float64")
+    model = build_model(cfg)
+    x = torch.tensor([[a, b, 17] for a in range(17) for b in range(17)])  # 289 > 256 a chunk
+    K = M.ntk(model, x)
+    for i, j in ((0, 288), (5, 260), (255, 256)):  # the two in one chunk, or one in each
+        torch.testing.assert_close(K[[i, j]][:, [i, j]], M.ntk(model, x[[i, j]]))
+
+
 def test_hessian_top_eigenvalue_equals_the_explicit_hessian():
     cfg = Config(model="mlp", p=5, d_model=3, d_mlp=8, dtype="float64", act="relu")
     model = build_model(cfg)

@@ -275,3 +275,16 @@ def test_claims_prints_each_arm_seed_by_seed_from_the_run_folders(tmp_path, caps
     assert "not on this machine; made by: make it" in out
     loss = np.array([1.0, 0.5, 6.0, 0.1, 0.9, 20.0])  # > 10x the evaluation before: 2
     assert claims.jumps(np.arange(6) * 10, loss) == (2, 20)
+
+
+def test_claims_finds_singh_et_al_s_number_for_the_lr_and_wd_a_run_trains_with():
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "experiments"))
+    import claims
+    off = dict(ln="off")
+    assert claims.singh_number(Config(**off, lr=1e-2, fix_wd=True)) == "4470"  # wd 0.1
+    assert claims.singh_number(Config(**off, alpha=0.5, alpha_lr=True)) == "2021"  # lr 4e-3
+    assert claims.singh_number(Config(**off, alpha=0.5)) == "not reached"
+    assert claims.singh_number(Config(**off, wd=1.5)) == "6395"
+    assert claims.singh_number(Config(**off, wd=2.0)) == "-"  # not on their grid
+    assert claims.singh_number(Config(ln="pre")) == "-"
+    assert claims.singh_number(Config(**off, n_layers=3, d_model=64)) == "-"

@@ -20,6 +20,7 @@ import analyze as A  # noqa: E402
 import metrics_table  # noqa: E402
 import minibatch_table  # noqa: E402
 from model import Config  # noqa: E402
+from optim import schedule  # noqa: E402
 from train import first_below  # noqa: E402
 
 
@@ -39,10 +40,11 @@ def summary(root):
     print(A.markdown(A.HEADER, A.summary_rows(groups)))
 
 
-def per_seed(root, arm=None):
+def per_seed(root, arm=None, paper=None):
     """Steps to test loss <= 0.01 seed by seed, their mean, the seed-mean curve's step (Singh
     et al.'s statistic) and a Mann-Whitney U test against the first group. arm: a label per
-    config (default: analyze's grouping, which ignores --data-seed)."""
+    config (default: analyze's grouping, which ignores --data-seed); paper: cfg -> the paper's
+    number for that config (a column when given)."""
     done = load(root)
     if arm is None:
         groups, _ = A.group_runs(done)
@@ -60,10 +62,36 @@ def per_seed(root, arm=None):
         rows.append([lab, " / ".join(f"s{c.seed}: {s or '-'}" for (_, c, _, _), s in zip(runs, te)),
                      f"{A.fmt(te)} ({sum(s is not None for s in te)}/{len(te)})",
                      str(A.mean_curve_step(runs) or "not reached"),
-                     A.fmt([float(np.max(m["test_acc"])) for _, _, m, _ in runs], 3), mw])
+                     A.fmt([float(np.max(m["test_acc"])) for _, _, m, _ in runs], 3), mw]
+                    + ([paper(runs[0][1])] if paper else []))
     print(A.markdown(["configuration", "test loss <= 0.01 at, per seed", "mean +- std (reached)",
                       "seed-mean curve <= 0.01 at", "best test acc",
-                      f"vs {next(iter(groups))}: Mann-Whitney U / p"], rows))
+                      f"vs {next(iter(groups))}: Mann-Whitney U / p"]
+                     + (["paper (seed-mean curve)"] if paper else []), rows))
+
+
+# Singh et al.'s sweeps, their statistic on 5 seeds (conventions.md, read off the released
+# curves): No LN, one layer, keyed by the (lr, wd, alpha) a run trains with; 0: not in 10k steps.
+SINGH = {(1e-3, 1, 1): 7807, (3e-3, 1 / 3, 1): 7740, (5e-3, 0.2, 1): 6582, (1e-2, 0.1, 1): 4470,
+         (1e-3, 0.1, 1): 0, (1e-3, 0.2, 1): 0, (1e-3, 0.5, 1): 0, (1e-3, 0.75, 1): 9787,
+         (1e-3, 1.5, 1): 6395, (1e-3, 1, 0.5): 0, (1e-3, 1, 0.75): 0, (1e-3, 1, 1.25): 8221,
+         (1e-3, 1, 1.5): 8309, (4e-3, 1, 0.5): 2021, (1e-3 / 0.75 ** 2, 1, 0.75): 5531,
+         (1e-3 / 1.25 ** 2, 1, 1.25): 0, (1e-3 / 1.5 ** 2, 1, 1.5): 0}
+
+
+def singh_number(cfg):
+    """Singh et al.'s number for a run's config, '-' where they have none."""
+    if (cfg.ln, cfg.n_layers, cfg.d_model, cfg.norm, cfg.eps, cfg.init) != (
+            "off", 1, 128, "layernorm", 1e-8, "singh"):
+        return "-"
+    lr, wd = schedule(cfg, cfg.warmup)
+    v = next((v for k, v in SINGH.items() if np.allclose(k, (lr, wd, cfg.alpha), rtol=1e-6)), None)
+    return "-" if v is None else str(v or "not reached")
+
+
+def grids(root):
+    """experiments/singh_grids.sh: per_seed with Singh et al.'s numbers beside."""
+    per_seed(root, paper=singh_number)
 
 
 def coupling(root):
@@ -131,7 +159,7 @@ SECTIONS = {  # name: (REPRODUCTION.md's heading, folder, what makes it, printer
                      "runs/optimization", "bash experiments/optimization.sh --list | bash",
                      per_seed),
     "grids": ("Singh et al.'s own grids and appendix", "runs/singh_grids",
-              "bash experiments/singh_grids.sh --batched | bash", per_seed),
+              "bash experiments/singh_grids.sh --batched | bash", grids),
     "nanda": ("Progress measures: training fraction and weight decay (Nanda et al.)",
               "runs/nanda", "bash experiments/nanda.sh --list | bash", summary),
     "regularizers": ("Dropout, L1 and a float32 loss (Nanda et al.'s appendix)",
