@@ -40,11 +40,11 @@ def summary(root):
     print(A.markdown(A.HEADER, A.summary_rows(groups)))
 
 
-def per_seed(root, arm=None, paper=None):
+def per_seed(root, arm=None, paper=None, first=None):
     """Steps to test loss <= 0.01 seed by seed, their mean, the seed-mean curve's step (Singh
     et al.'s statistic) and a Mann-Whitney U test against the first group. arm: a label per
-    config (default: analyze's grouping, which ignores --data-seed); paper: cfg -> the paper's
-    number for that config (a column when given)."""
+    config (default: analyze's grouping, which ignores --data-seed), groups then sorted by label
+    but `first` first; paper: cfg -> the paper's number for that config (a column when given)."""
     done = load(root)
     if arm is None:
         groups, _ = A.group_runs(done)
@@ -52,7 +52,7 @@ def per_seed(root, arm=None, paper=None):
         groups = {}
         for run, (cfg, m, r) in done.items():
             groups.setdefault(arm(cfg), []).append((run, cfg, m, r))
-        groups = dict(sorted(groups.items()))
+        groups = dict(sorted(groups.items(), key=lambda kv: (kv[0] != first, kv[0])))
     first = next(iter(groups.values()))
     rows = []
     for lab, runs in groups.items():
@@ -79,10 +79,20 @@ SINGH = {(1e-3, 1, 1): 7807, (3e-3, 1 / 3, 1): 7740, (5e-3, 0.2, 1): 6582, (1e-2
          (1e-3 / 1.25 ** 2, 1, 1.25): 0, (1e-3 / 1.5 ** 2, 1, 1.5): 0}
 
 
+SINGH_MODEL = dict(ln="off", n_layers=1, d_model=128, norm="layernorm", eps=1e-8, init="singh")
+
+
+def singh_label(cfg):
+    """The (lr, wd, alpha) a run trains with, after what differs from their one-layer No LN."""
+    lr, wd = schedule(cfg, cfg.warmup)
+    model = ", ".join(f"{k} {getattr(cfg, k)}" for k, v in SINGH_MODEL.items()
+                      if getattr(cfg, k) != v)
+    return (model + ": " if model else "") + f"lr {lr:.3g}, wd {wd:.3g}, alpha {cfg.alpha:g}"
+
+
 def singh_number(cfg):
     """Singh et al.'s number for a run's config, '-' where they have none."""
-    if (cfg.ln, cfg.n_layers, cfg.d_model, cfg.norm, cfg.eps, cfg.init) != (
-            "off", 1, 128, "layernorm", 1e-8, "singh"):
+    if any(getattr(cfg, k) != v for k, v in SINGH_MODEL.items()):
         return "-"
     lr, wd = schedule(cfg, cfg.warmup)
     v = next((v for k, v in SINGH.items() if np.allclose(k, (lr, wd, cfg.alpha), rtol=1e-6)), None)
@@ -90,8 +100,9 @@ def singh_number(cfg):
 
 
 def grids(root):
-    """experiments/singh_grids.sh: per_seed with Singh et al.'s numbers beside."""
-    per_seed(root, paper=singh_number)
+    """experiments/singh_grids.sh: per_seed with Singh et al.'s numbers beside, each point
+    against their centre (lr 1e-3, wd 1, alpha 1)."""
+    per_seed(root, singh_label, singh_number, first="lr 0.001, wd 1, alpha 1")
 
 
 def coupling(root):
