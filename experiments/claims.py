@@ -70,8 +70,8 @@ def per_seed(root, arm=None, paper=None, first=None):
                      + (["paper (seed-mean curve)"] if paper else []), rows))
 
 
-# Singh et al.'s sweeps, their statistic on 5 seeds (conventions.md, read off the released
-# curves): No LN, one layer, keyed by the (lr, wd, alpha) a run trains with; 0: not in 10k steps.
+# Singh et al.'s sweeps, their statistic on 5 seeds (conventions.md, "Known results"): No LN,
+# one layer, keyed by the (lr, wd, alpha) a run trains with; 0: not reached in 10k steps.
 SINGH = {(1e-3, 1, 1): 7807, (3e-3, 1 / 3, 1): 7740, (5e-3, 0.2, 1): 6582, (1e-2, 0.1, 1): 4470,
          (1e-3, 0.1, 1): 0, (1e-3, 0.2, 1): 0, (1e-3, 0.5, 1): 0, (1e-3, 0.75, 1): 9787,
          (1e-3, 1.5, 1): 6395, (1e-3, 1, 0.5): 0, (1e-3, 1, 0.75): 0, (1e-3, 1, 1.25): 8221,
