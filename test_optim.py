@@ -288,6 +288,7 @@ def test_claims_finds_singh_et_al_s_number_for_the_lr_and_wd_a_run_trains_with()
     assert claims.singh_number(Config(**off, wd=2.0)) == "-"  # not on their grid
     assert claims.singh_number(Config(ln="pre")) == "-"
     assert claims.singh_number(Config(**off, n_layers=3, d_model=64)) == "-"
-    assert claims.singh_label(Config(**off, alpha=0.5, alpha_lr=True)) == "lr 0.004, wd 1, alpha 0.5"
+    half = Config(**off, alpha=0.5, alpha_lr=True)
+    assert claims.singh_label(half) == "lr 0.004, wd 1, alpha 0.5"
     assert claims.singh_label(Config(ln="pre", n_layers=3, d_model=64, lr=1e-2, fix_wd=True)) \
         == "ln pre, n_layers 3, d_model 64: lr 0.01, wd 0.1, alpha 1"
