@@ -40,11 +40,11 @@ def summary(root):
     print(A.markdown(A.HEADER, A.summary_rows(groups)))
 
 
-def per_seed(root, arm=None, paper=None, first=None):
+def per_seed(root, arm=None, paper=None, ref=None):
     """Steps to test loss <= 0.01 seed by seed, their mean, the seed-mean curve's step (Singh
     et al.'s statistic) and a Mann-Whitney U test against the first group. arm: a label per
     config (default: analyze's grouping, which ignores --data-seed), groups then sorted by label
-    but `first` first; paper: cfg -> the paper's number for that config (a column when given)."""
+    but `ref` first; paper: cfg -> the paper's number for that config (a column when given)."""
     done = load(root)
     if arm is None:
         groups, _ = A.group_runs(done)
@@ -52,7 +52,7 @@ def per_seed(root, arm=None, paper=None, first=None):
         groups = {}
         for run, (cfg, m, r) in done.items():
             groups.setdefault(arm(cfg), []).append((run, cfg, m, r))
-        groups = dict(sorted(groups.items(), key=lambda kv: (kv[0] != first, kv[0])))
+        groups = dict(sorted(groups.items(), key=lambda kv: (kv[0] != ref, kv[0])))
     first = next(iter(groups.values()))
     rows = []
     for lab, runs in groups.items():
@@ -102,7 +102,7 @@ def singh_number(cfg):
 def grids(root):
     """experiments/singh_grids.sh: per_seed with Singh et al.'s numbers beside, each point
     against their centre (lr 1e-3, wd 1, alpha 1)."""
-    per_seed(root, singh_label, singh_number, first="lr 0.001, wd 1, alpha 1")
+    per_seed(root, singh_label, singh_number, ref="lr 0.001, wd 1, alpha 1")
 
 
 def coupling(root):
