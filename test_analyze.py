@@ -210,8 +210,7 @@ def test_ntk_equals_explicit_per_example_gradients(n_layers):
 
 
 def test_ntk_over_more_pairs_than_one_chunk_equals_it_over_any_two():
-    cfg = Config(p=17, d_model=8, n_heads=2, d_mlp=16, dtype="float64")
-    model = build_model(cfg)
+    model = build_model(Config(p=17, d_model=8, n_heads=2, d_mlp=16, dtype="float64"))
     x = torch.tensor([[a, b, 17] for a in range(17) for b in range(17)])  # 289 > 256 a chunk
     K = M.ntk(model, x)
     for i, j in ((0, 288), (5, 260), (255, 256)):  # the two in one chunk, or one in each
