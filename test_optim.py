@@ -292,3 +292,18 @@ def test_claims_finds_singh_et_al_s_number_for_the_lr_and_wd_a_run_trains_with()
     assert claims.singh_label(half) == "lr 0.004, wd 1, alpha 0.5"
     assert claims.singh_label(Config(ln="pre", n_layers=3, d_model=64, lr=1e-2, fix_wd=True)) \
         == "ln pre, n_layers 3, d_model 64: lr 0.01, wd 0.1, alpha 1"
+
+
+def test_claims_early_prints_both_definitions_at_step_1000(monkeypatch, capsys):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "experiments"))
+    import claims
+    step = np.array([0, 500, 1500])  # step 1000 lies between two checkpoints: interpolated
+    runs = {f"r/ln-{ln}_s{s}": (Config(ln=ln, seed=s), {}, dict(
+        step=step, attn_entropy=np.array([1.0, 0.8 + s / 10, 0.4 + s / 10]),
+        attn_entropy_per_head=np.full(3, 0.1), sr_train=np.full(3, 5.0),
+        sr_train_ln=np.array([3.0, 3.0, 1.0]))) for ln in ("pre", "attn-pre-qk") for s in (0, 2)}
+    monkeypatch.setattr(claims, "load", lambda root, analysed=False: runs)
+    claims.early("r")
+    out = capsys.readouterr().out
+    row = "| ln=attn-pre-qk | 0.700 +- 0.100 | 0.100 +- 0.000 | 5.000 +- 0.000 | 2.000 +- 0.000 |"
+    assert row in out

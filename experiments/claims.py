@@ -124,6 +124,16 @@ def coupling(root):
                   f"tied in {sum(a == b for a, b in pairs)} of {len(pairs)} seeds\n")
 
 
+def early(root):
+    """Singh et al.'s measures at step 1000 under their definitions (attn_entropy: head-averaged
+    weights; sr_train: every LN removed), beside ours (per-head; LNs kept, LN(x) normalised)."""
+    groups, _ = A.group_runs(load(root, analysed=True))
+    keys = ("attn_entropy", "attn_entropy_per_head", "sr_train", "sr_train_ln")
+    rows = [[lab] + [A.fmt([A.at(r, k) for _, _, _, r in runs], 3) for k in keys]
+            for lab, runs in groups.items()]
+    print(A.markdown(["configuration"] + [f"{k} at step {A.AT}" for k in keys], rows))
+
+
 def jumps(step, loss, factor=10):
     """Slingshots as counted here: evaluations whose train loss is > factor x the one before.
     Returns (how many, the first one's step or None)."""
@@ -164,6 +174,9 @@ def cleanup(root):
 SECTIONS = {  # name: (REPRODUCTION.md's heading, folder, what makes it, printer)
     "placements": ("LN placements (Singh et al.)", "runs/ln_placements",
                    "bash experiments/ln_placements.sh --list | bash", summary),
+    "early": ("LN placements on their split: the first 1000 steps", "runs/placements_1k",
+              "python train.py --split-rng singh --seed 456 789 111 222 333 --steps 1000 "
+              "--out runs/placements_1k --ln L  # L = off; then the six others at once", early),
     "coupling": ("Does one seed drawing both split and init slow No LN?", "runs/seed_coupling",
                  "bash experiments/seed_coupling.sh --batched | bash", coupling),
     "optimization": ("Learning rate, weight decay and readout scale (Singh et al.)",
