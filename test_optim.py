@@ -261,7 +261,7 @@ def test_claims_prints_each_arm_seed_by_seed_from_the_run_folders(tmp_path, caps
         run = tmp_path / f"ln-off_{data_seed}_s{seed}"
         run.mkdir()
         (run / "config.json").write_text(json.dumps(
-            Config(ln="off", seed=seed, data_seed=data_seed).to_dict()))
+            Config(ln="off", seed=seed, data_seed=data_seed, steps=1000).to_dict()))
         loss = np.where(steps >= (grok or 10 ** 9), 0.005, 1.0)
         np.savez(run / "metrics.npz", step=steps, test_loss=loss, test_acc=1 - loss)
     monkeypatch.setitem(claims.SECTIONS, "coupling", ("c", str(tmp_path), "-", claims.coupling))
@@ -273,6 +273,8 @@ def test_claims_prints_each_arm_seed_by_seed_from_the_run_folders(tmp_path, caps
         in out  # the seed-mean curve is <= 0.01 only once both are
     assert "coupled first in 0, later in 2, tied in 0 of 2 seeds" in out
     assert "not on this machine; made by: make it" in out
+    cut = dict(step=np.arange(0, 301, 100))  # a run interrupted before its budget
+    assert claims.unfinished(Config(steps=1000), cut) == "- (stopped at 300 of 1000)"
     loss = np.array([1.0, 0.5, 6.0, 0.1, 0.9, 20.0])  # > 10x the evaluation before: 2
     assert claims.jumps(np.arange(6) * 10, loss) == (2, 20)
 

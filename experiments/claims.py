@@ -40,6 +40,13 @@ def summary(root):
     print(A.markdown(A.HEADER, A.summary_rows(groups)))
 
 
+def unfinished(cfg, m):
+    """The entry of a run that has not reached test loss 0.01: '-' if it ran its budget, else
+    where it stopped (a run interrupted, to be finished with --resume)."""
+    last = int(m["step"][-1])
+    return "-" if last >= cfg.steps else f"- (stopped at {last} of {cfg.steps})"
+
+
 def per_seed(root, arm=None, paper=None, ref=None):
     """Steps to test loss <= 0.01 seed by seed, their mean, the seed-mean curve's step (Singh
     et al.'s statistic) and a Mann-Whitney U test against the first group. arm: a label per
@@ -59,7 +66,8 @@ def per_seed(root, arm=None, paper=None, ref=None):
         te = A.grok_steps(runs)
         mw = "-" if runs is first else "U {:g} / p {:.3f}".format(
             *A.mann_whitney(te, A.grok_steps(first)))
-        rows.append([lab, " / ".join(f"s{c.seed}: {s or '-'}" for (_, c, _, _), s in zip(runs, te)),
+        rows.append([lab, " / ".join(f"s{c.seed}: {s or unfinished(c, m)}"
+                                     for (_, c, m, _), s in zip(runs, te)),
                      f"{A.fmt(te)} ({sum(s is not None for s in te)}/{len(te)})",
                      str(A.mean_curve_step(runs) or "not reached"),
                      A.fmt([float(np.max(m["test_acc"])) for _, _, m, _ in runs], 3), mw]
