@@ -273,6 +273,10 @@ def test_claims_prints_each_arm_seed_by_seed_from_the_run_folders(tmp_path, caps
         in out  # the seed-mean curve is <= 0.01 only once both are
     assert "coupled first in 0, later in 2, tied in 0 of 2 seeds" in out
     assert "not on this machine; made by: make it" in out
+    claims.per_seed(str(tmp_path), lambda c: f"seed {c.seed}", ref="centre")  # ref not run here
+    out = capsys.readouterr().out
+    assert "vs centre (not among these runs): Mann-Whitney U / p |" in out \
+        and out.count(" / p ") == 1  # in the header only: no test
     cut = dict(step=np.arange(0, 301, 100))  # a run interrupted before its budget
     assert claims.unfinished(Config(steps=1000), cut) == "- (stopped at 300 of 1000)"
     loss = np.array([1.0, 0.5, 6.0, 0.1, 0.9, 20.0])  # > 10x the evaluation before: 2

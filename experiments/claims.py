@@ -60,11 +60,12 @@ def per_seed(root, arm=None, paper=None, ref=None):
         for run, (cfg, m, r) in done.items():
             groups.setdefault(arm(cfg), []).append((run, cfg, m, r))
         groups = dict(sorted(groups.items(), key=lambda kv: (kv[0] != ref, kv[0])))
-    first = next(iter(groups.values()))
+    # against `ref`, or the first group; no test when ref is named but not among the runs
+    first = groups.get(ref) if ref else next(iter(groups.values()))
     rows = []
     for lab, runs in groups.items():
         te = A.grok_steps(runs)
-        mw = "-" if runs is first else "U {:g} / p {:.3f}".format(
+        mw = "-" if runs is first or first is None else "U {:g} / p {:.3f}".format(
             *A.mann_whitney(te, A.grok_steps(first)))
         rows.append([lab, " / ".join(f"s{c.seed}: {s or unfinished(c, m)}"
                                      for (_, c, m, _), s in zip(runs, te)),
@@ -74,7 +75,8 @@ def per_seed(root, arm=None, paper=None, ref=None):
                     + ([paper(runs[0][1])] if paper else []))
     print(A.markdown(["configuration", "test loss <= 0.01 at, per seed", "mean +- std (reached)",
                       "seed-mean curve <= 0.01 at", "best test acc",
-                      f"vs {next(iter(groups))}: Mann-Whitney U / p"]
+                      f"vs {ref or next(iter(groups))}"
+                      + ("" if first else " (not among these runs)") + ": Mann-Whitney U / p"]
                      + (["paper (seed-mean curve)"] if paper else []), rows))
 
 
