@@ -296,8 +296,11 @@ def test_claims_finds_singh_et_al_s_number_for_the_lr_and_wd_a_run_trains_with()
     assert claims.singh_number(Config(**off, n_layers=3, d_model=64)) == "-"
     half = Config(**off, alpha=0.5, alpha_lr=True)
     assert claims.singh_label(half) == "lr 0.004, wd 1, alpha 0.5"
-    assert claims.singh_label(Config(ln="pre", n_layers=3, d_model=64, lr=1e-2, fix_wd=True)) \
-        == "ln pre, n_layers 3, d_model 64: lr 0.01, wd 0.1, alpha 1"
+    assert claims.singh_label(Config(ln="pre", n_layers=3, d_model=64, d_mlp=256, lr=1e-2,
+                                     fix_wd=True)) \
+        == "ln pre, n_layers 3, d_model 64, d_mlp 256: lr 0.01, wd 0.1, alpha 1"
+    assert claims.singh_label(Config(**off, alpha=2, eps=0.0, init="kaiming")) \
+        == "eps 0, init kaiming: lr 0.001, wd 1, alpha 2"
 
 
 def test_claims_early_prints_both_definitions_at_step_1000(monkeypatch, capsys):

@@ -89,13 +89,15 @@ SINGH = {(1e-3, 1, 1): 7807, (3e-3, 1 / 3, 1): 7740, (5e-3, 0.2, 1): 6582, (1e-2
          (1e-3 / 1.25 ** 2, 1, 1.25): 0, (1e-3 / 1.5 ** 2, 1, 1.5): 0}
 
 
-SINGH_MODEL = dict(ln="off", n_layers=1, d_model=128, norm="layernorm", eps=1e-8, init="singh")
+SINGH_MODEL = dict(ln="off", n_layers=1, d_model=128, d_mlp=512, norm="layernorm", eps=1e-8,
+                   init="singh")
 
 
 def singh_label(cfg):
     """The (lr, wd, alpha) a run trains with, after what differs from their one-layer No LN."""
     lr, wd = schedule(cfg, cfg.warmup)
-    model = ", ".join(f"{k} {getattr(cfg, k)}" for k, v in SINGH_MODEL.items()
+    model = ", ".join(f"{k} {getattr(cfg, k):g}" if isinstance(v, float) else
+                      f"{k} {getattr(cfg, k)}" for k, v in SINGH_MODEL.items()
                       if getattr(cfg, k) != v)
     return (model + ": " if model else "") + f"lr {lr:.3g}, wd {wd:.3g}, alpha {cfg.alpha:g}"
 
