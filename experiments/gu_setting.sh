@@ -17,7 +17,8 @@ jobs() { for s in 0 1 2; do
   # token uniformity: weight decay 1 against 0 (no run of theirs has wd 0)
   for wd in 0 1; do echo "$run --wd $wd"; done
   # the DNN (MLP/*.py): [E(a), E(b), E(=)] into two ReLU layers of 512; random split, square
-  # k=70 (MLP/rec.py), strip k=35 (MLP/str.py); and one-hot input (their README's variant)
+  # k=70 (MLP/rec.py), strip k=35 (MLP/str.py); and one-hot input (their README's variant,
+  # which pads the one-hots of a, b and '=' to 128 each: 384 inputs; ours feeds a and b, 2p)
   dnn="$run --model mlp --n-layers 2 --mlp-eq"
   echo "$dnn"; echo "$dnn --split square --hole 70"; echo "$dnn --split strip --hole 35"
   echo "$run --model mlp --n-layers 2 --embed onehot"

@@ -12,13 +12,15 @@ jobs() { for s in 0 1 2 3 4; do
   # their AdamW: betas (0.9, 0.99), eps 1e-25 (utils.py defaults); ⊥AdamW's: torch's defaults
   echo "$p --betas 0.9 0.999 --orthograd --loss-dtype float32 --steps 300"   # Fig. 1a: ⊥AdamW
   echo "$p --betas 0.9 0.99 --eps 1e-25 --loss-dtype float32 --steps 4000"   # softmax collapse
-  echo "$p --betas 0.9 0.99 --eps 1e-25 --steps 4000"                        # Fig. 1c: float64
+  # Fig. 1c: float64, their 80k epochs (REPRODUCTION's table has its first 4000 steps)
+  echo "$p --betas 0.9 0.99 --eps 1e-25 --steps 80000 --eval-every 100 --ckpt-every 4000"
   echo "$p --betas 0.9 0.999 --eps 1e-25 --loss stablemax --steps 80000 --eval-every 100 --ckpt-every 4000 --stop-after-grok 1000"  # Fig. 1b
   # Grokfast's own setting (ironjr/grokfast main.py), as near as this model gets: x*y mod 97,
   # 50% train, 2 layers, causal, GELU, batch 512, Adam with coupled L2, 10-step warm-up. Theirs
   # also has an op token ([x, op, y, =]), y != 0, LayerNorm on the stream before attention and
-  # a final LN, torch's init, and keeps each epoch's last partial batch (REPRODUCTION.md)
-  g="python train.py --ln pre --n-layers 2 --causal --op mul --p 97 --frac 0.5 --batch-size 512 --optimizer adam --warmup 10 --steps 300000 --ckpt-every 10000 --stop-after-grok 1000 --seed $s --out $OUT"
+  # a final LN, biases in attention, a 99-way readout (here 98), torch's init, and keeps each
+  # epoch's last partial batch (REPRODUCTION.md); LN eps 1e-5 and a float32 loss, as theirs
+  g="python train.py --ln pre --ln-eps 1e-5 --loss-dtype float32 --n-layers 2 --causal --op mul --p 97 --frac 0.5 --batch-size 512 --optimizer adam --warmup 10 --steps 300000 --ckpt-every 10000 --stop-after-grok 1000 --seed $s --out $OUT"
   echo "$g --wd 0"                                                   # their baseline: 39,890
   echo "$g --grokfast ema --gf-alpha 0.98 --gf-lamb 2 --wd 0.005"    # 910
   echo "$g --grokfast ma --gf-window 100 --gf-lamb 5 --wd 0.01"      # 790

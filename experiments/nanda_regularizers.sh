@@ -6,7 +6,7 @@
 source "$(dirname "$0")/jobs.sh"
 OUT=runs/nanda_regularizers
 jobs() { for s in 0 1 2; do
-  r="python train.py --preset nanda --seed $s --out $OUT"
+  r="python train.py --preset nanda --split-rng nanda --seed $s --out $OUT"   # their split
   echo "$r"                                    # the mainline, float64 loss, 40k steps
   echo "$r --loss-dtype float32"
   for p in 0.1 0.2; do echo "$r --wd 0 --dropout $p"; done
