@@ -283,6 +283,8 @@ def test_experiment_scripts_list_valid_distinct_runs(script, tmp_path):
             assert line.startswith("python train.py ")
             cfgs, dirs, _ = parse_args(line.split()[2:] + ["--out", str(tmp_path)])
             check_options(cfgs, dirs, "cpu", False)  # raises on a bad option or batch
+            # every paper's transformer has an MLP 4x as wide as its stream (d_mlp is no ratio)
+            assert all(c.d_mlp == 4 * c.d_model for c in cfgs if c.model == "transformer"), line
             names += dirs
         return names
     names = runs("--list")
