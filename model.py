@@ -156,8 +156,11 @@ class Config:
                        "the hole may not cover every a")
         if self.b_offset < 0:
             raise Stop(f"--b-offset {self.b_offset} must be non-negative")
-        if self.mlp_eq and (self.model != "mlp" or self.embed != "learned"):
-            raise Stop("--mlp-eq needs --model mlp with learned embeddings (one-hot: a bias)")
+        if self.mlp_eq and self.model != "mlp":
+            raise Stop("--mlp-eq needs --model mlp")
+        if self.mlp_eq and self.embed == "onehot" and self.n_vocab > self.d_model:
+            raise Stop(f"--mlp-eq with one-hot input pads each one-hot to --d-model: "
+                       f"{self.n_vocab} tokens do not fit in {self.d_model}")
         if self.model == "mlp" and self.embed == "onehot" and self.b_offset:
             raise Stop("--b-offset needs learned embeddings: one-hot inputs are apart already")
         if self.split_rng != "torch" and (self.split != "random" or self.op == "div"):
@@ -315,12 +318,14 @@ class Transformer(nn.Module):
 class EmbedMLP(nn.Module):
     """AlQuabeh et al.: [E(a), E(b)] -> ReLU(W1 .) -> readout. With embed='onehot' the first
     layer sees one-hot operands, i.e. it is a free lookup table with no E -> W coupling.
-    Gu et al.'s DNN: [E(a), E(b), E('=')] (mlp_eq) and two hidden layers (n_layers=2)."""
+    Gu et al.'s DNN: [E(a), E(b), E('=')] (mlp_eq) and two hidden layers (n_layers=2); its
+    one-hot variant (their README) is a fixed identity in a d_model x n_vocab buffer, so each
+    of the three one-hots is padded to d_model (fc1 sees 3 d_model inputs, as theirs)."""
 
     def __init__(self, cfg):
         super().__init__()
         self.cfg = cfg
-        d_in = cfg.d_model if cfg.embed == "learned" else cfg.p
+        d_in = cfg.d_model if cfg.embed == "learned" or cfg.mlp_eq else cfg.p
         if cfg.embed == "learned":
             self.embed = nn.Embedding(cfg.n_vocab, cfg.d_model)
         self.fc1 = nn.Linear((3 if cfg.mlp_eq else 2) * d_in, cfg.d_mlp, bias=cfg.bias)
@@ -331,12 +336,12 @@ class EmbedMLP(nn.Module):
         self.register_buffer("alpha", torch.tensor(cfg.alpha), persistent=False)  # as Transformer
 
     def forward(self, tokens, cache=None, scale_free=False):
-        a, b = tokens[:, 0], tokens[:, 1]
+        x = tokens[:, :3 if self.cfg.mlp_eq else 2]
         if self.cfg.embed == "learned":
-            u = self.embed(tokens[:, :3 if self.cfg.mlp_eq else 2]).flatten(1)  # (N, 2d or 3d)
-        else:
-            ids = torch.arange(self.cfg.p, device=a.device)  # one-hot by comparison: vmap-safe
-            u = torch.cat([a[:, None] == ids, b[:, None] == ids], -1).to(self.fc1.weight)  # (N, 2p)
+            u = self.embed(x).flatten(1)                                       # (N, 2d or 3d)
+        else:  # one-hot by comparison (vmap-safe), p wide, or d_model wide with '=' (Gu et al.)
+            ids = torch.arange(self.fc1.in_features // x.shape[1], device=x.device)
+            u = (x[..., None] == ids).flatten(1).to(self.fc1.weight)          # (N, 2p or 3d)
         if scale_free:
             u = u / u.norm(dim=-1, keepdim=True)
         h = self.act(self.fc1(u))                                              # (N, d_mlp)

@@ -313,7 +313,26 @@ def test_gu_dnn_is_three_embeddings_into_two_hidden_layers():
     bound = 1 / math.sqrt(16)  # nn.Linear's own init, as Gu et al.'s DNN
     assert m.hidden[0].weight.abs().max() <= bound and m.hidden[0].bias.abs().max() > 0
     with pytest.raises(Stop, match="--mlp-eq needs"):
-        Config(model="mlp", embed="onehot", mlp_eq=True).check()
+        Config(mlp_eq=True).check()
+
+
+def test_gu_onehot_dnn_pads_three_one_hots_to_d_model():
+    # their README's variant: W_E = identity in a zero (d_model, n_vocab) buffer, not trained,
+    # so fc1 sees [onehot(a), onehot(b), onehot(=)], each d_model wide: 384 inputs at p = 97
+    cfg = Config(model="mlp", act="relu", n_layers=2, mlp_eq=True, embed="onehot", init="gu",
+                 p=13, d_model=16, d_mlp=24, dtype="float64")
+    m = build_model(cfg)
+    assert m.fc1.in_features == 48 and not hasattr(m, "embed")
+    E = torch.zeros(16, 14, dtype=torch.float64)
+    E[:14, :14] = torch.eye(14)
+    x = torch.tensor([[3, 5, 13], [0, 12, 13]])
+    u = torch.cat([E[:, x[:, i]].T for i in range(3)], 1)
+    h = torch.relu(m.hidden[0](torch.relu(m.fc1(u))))
+    torch.testing.assert_close(m(x), m.readout(h))
+    check_forward(m, forward_fn(m), x, torch.tensor([8, 12]))  # the fast path agrees
+    assert m.fc1.weight.abs().max() <= 1 / math.sqrt(48)  # nn.Linear's init on 3 d_model inputs
+    with pytest.raises(Stop, match="do not fit"):
+        Config(model="mlp", embed="onehot", mlp_eq=True, p=13, d_model=8).check()
 
 
 def test_prieto_mlp_has_no_biases_and_torch_init():

@@ -17,10 +17,10 @@ jobs() { for s in 0 1 2; do
   # token uniformity: weight decay 1 against 0 (no run of theirs has wd 0)
   for wd in 0 1; do echo "$run --wd $wd"; done
   # the DNN (MLP/*.py): [E(a), E(b), E(=)] into two ReLU layers of 512; random split, square
-  # k=70 (MLP/rec.py), strip k=35 (MLP/str.py); and one-hot input (their README's variant,
-  # which pads the one-hots of a, b and '=' to 128 each: 384 inputs; ours feeds a and b, 2p)
+  # k=70 (MLP/rec.py), strip k=35 (MLP/str.py); and one-hot input (their README's variant:
+  # the one-hots of a, b and '=' padded to 128 each, 384 inputs, as --mlp-eq --embed onehot)
   dnn="$run --model mlp --n-layers 2 --mlp-eq"
   echo "$dnn"; echo "$dnn --split square --hole 70"; echo "$dnn --split strip --hole 35"
-  echo "$run --model mlp --n-layers 2 --embed onehot"
+  echo "$dnn --embed onehot"
 done; }
 run_jobs "$@"
