@@ -316,3 +316,24 @@ def test_claims_early_prints_both_definitions_at_step_1000(monkeypatch, capsys):
     out = capsys.readouterr().out
     row = "| ln=attn-pre-qk | 0.700 +- 0.100 | 0.100 +- 0.000 | 5.000 +- 0.000 | 2.000 +- 0.000 |"
     assert row in out
+
+
+def test_metrics_table_tests_both_step_counts_against_the_setting_baseline(tmp_path, capsys):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "experiments"))
+    import metrics_table
+    steps = np.arange(0, 1001, 100)
+    arms = {"base": ({}, (500, 600, 700)), "ema": (dict(grokfast="ema"), (100, 200, 300))}
+    for name, (kw, at) in arms.items():  # made-up runs: acc >= 0.95 at t, loss <= 0.01 at t+100
+        for seed, t in enumerate(at):
+            run = tmp_path / f"{name}_s{seed}"
+            run.mkdir()
+            (run / "config.json").write_text(json.dumps(Config(seed=seed, **kw).to_dict()))
+            np.savez(run / "metrics.npz", step=steps, test_acc=np.where(steps >= t, 1.0, 0.0),
+                     test_loss=np.where(steps >= t + 100, 0.005, 1.0), collapse=0 * steps)
+    metrics_table.main(str(tmp_path))
+    out = capsys.readouterr().out
+    ema = next(line for line in out.splitlines() if "grokfast=ema" in line)
+    base = next(line for line in out.splitlines() if "grokfast=none" in line)
+    # every EMA seed before every baseline seed: U = 0, p = 2 / C(6, 3) on both counts
+    assert "200 +- 82 (3/3) | 300 +- 82 (3/3)" in ema
+    assert ema.endswith("| U 0 / p 0.100 ; U 0 / p 0.100 |") and base.endswith("| - |")

@@ -1,8 +1,8 @@
 """
 A table of runs from metrics.npz alone (no checkpoint analysis), for REPRODUCTION.md: per
 configuration, the steps to test accuracy >= 0.95 and to test loss <= 0.01 with the share of
-seeds that get there, the softmax-collapse share, and a Mann-Whitney U test of the steps to
-0.95 against the same setting's baseline (analyze.baselines: no intervention, the setting's
+seeds that get there, the softmax-collapse share, and Mann-Whitney U tests of both step
+counts against the same setting's baseline (analyze.baselines: no intervention, the setting's
 usual lr). A seed that never gets there counts as later than every step.
 
     python experiments/metrics_table.py runs/interventions
@@ -32,14 +32,14 @@ def main(root):
     loss = lambda runs: [first_below(m["step"], m["test_loss"]) for _, _, m, _ in runs]
     print("| configuration | seeds | test acc >= 0.95 at (reached) | test loss <= 0.01 at "
           "(reached) | final test acc | softmax collapse: max share / at the end | steps run | "
-          "vs baseline: Mann-Whitney U / p (steps to 0.95) |")
+          "vs baseline: Mann-Whitney U / p, steps to acc 0.95 ; to loss 0.01 |")
     print("|" + "---|" * 8)
     for lab, runs in groups.items():
         ms = [m for _, _, m, _ in runs]
         n = len(runs)
         b = base[lab]
-        test = "-" if b is None or b is runs else "U {:g} / p {:.3f}".format(
-            *mann_whitney(acc(runs), acc(b)))
+        test = "-" if b is None or b is runs else " ; ".join(
+            "U {:g} / p {:.3f}".format(*mann_whitney(f(runs), f(b))) for f in (acc, loss))
         print(f"| {lab} | {' '.join(str(c.seed) for _, c, _, _ in runs)} | "
               f"{fmt(acc(runs))} ({sum(s is not None for s in acc(runs))}/{n}) | "
               f"{fmt(loss(runs))} ({sum(s is not None for s in loss(runs))}/{n}) | "
