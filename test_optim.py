@@ -337,3 +337,4 @@ def test_metrics_table_tests_both_step_counts_against_the_setting_baseline(tmp_p
     # every EMA seed before every baseline seed: U = 0, p = 2 / C(6, 3) on both counts
     assert "200 +- 82 (3/3) | 300 +- 82 (3/3)" in ema
     assert ema.endswith("| U 0 / p 0.100 ; U 0 / p 0.100 |") and base.endswith("| - |")
+    assert (tmp_path / "figures" / "steps_to_generalize.png").stat().st_size > 10000

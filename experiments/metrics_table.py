@@ -3,7 +3,8 @@ A table of runs from metrics.npz alone (no checkpoint analysis), for REPRODUCTIO
 configuration, the steps to test accuracy >= 0.95 and to test loss <= 0.01 with the share of
 seeds that get there, the softmax-collapse share, and Mann-Whitney U tests of both step
 counts against the same setting's baseline (analyze.baselines: no intervention, the setting's
-usual lr). A seed that never gets there counts as later than every step.
+usual lr). A seed that never gets there counts as later than every step. It also draws
+<root>/figures/steps_to_generalize.png: per configuration, every seed's step as a dot.
 
     python experiments/metrics_table.py runs/interventions
 """
@@ -15,7 +16,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from analyze import baselines, fmt, group_runs, mann_whitney  # noqa: E402
+from analyze import GROK, baselines, fmt, group_runs, mann_whitney  # noqa: E402
 from model import Config  # noqa: E402
 from train import first_below  # noqa: E402
 
@@ -47,6 +48,13 @@ def main(root):
               f"{fmt([np.nanmax(m['collapse']) for m in ms], 2)} / "
               f"{fmt([m['collapse'][-1] for m in ms], 2)} | "
               f"{' / '.join(str(int(m['step'][-1])) for m in ms)} | {test} |")
+    import plots  # matplotlib only when drawing
+    path = os.path.join(root, "figures", "steps_to_generalize.png")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    plots.steps_to_generalize(path, groups, {lab: [s for s in loss(runs) if s is not None]
+                                             for lab, runs in groups.items()},
+                              {lab: (f"C{i % 10}", "-") for i, lab in enumerate(groups)}, GROK)
+    print(f"\nfigure: {path}")
 
 
 if __name__ == "__main__":
