@@ -141,7 +141,7 @@ class Config:
             if getattr(self, k) not in allowed:
                 raise Stop(f"unknown --{flag(k)} {getattr(self, k)!r}; "
                            f"choose from {', '.join(allowed)}")
-        p = self.p
+        p, d = self.p, self.d_model
         for k in ("p", "n_layers", "d_model", "n_heads", "d_mlp", "steps", "eval_every",
                   "ckpt_every", "gf_window"):
             least = 2 if k == "p" else 1
@@ -156,20 +156,17 @@ class Config:
                        "the hole may not cover every a")
         if self.b_offset < 0:
             raise Stop(f"--b-offset {self.b_offset} must be non-negative")
-        if self.mlp_eq and self.model != "mlp":
-            raise Stop("--mlp-eq needs --model mlp")
-        if self.mlp_eq and self.embed == "onehot" and self.n_vocab > self.d_model:
-            raise Stop(f"--mlp-eq with one-hot input pads each one-hot to --d-model: "
-                       f"{self.n_vocab} tokens do not fit in {self.d_model}")
+        if self.mlp_eq and (self.model != "mlp" or self.embed == "onehot" and self.n_vocab > d):
+            raise Stop(f"--mlp-eq needs --model mlp; with one-hot input each one-hot is padded to "
+                       f"--d-model: {self.n_vocab} tokens do not fit in {d}")
         if self.model == "mlp" and self.embed == "onehot" and self.b_offset:
             raise Stop("--b-offset needs learned embeddings: one-hot inputs are apart already")
         if self.split_rng != "torch" and (self.split != "random" or self.op == "div"):
             raise Stop(f"--split-rng {self.split_rng} draws a random split of every pair")
         if self.split not in ("square", "strip") and self.hole:
             raise Stop("--hole needs --split square or strip")
-        if self.model == "transformer" and self.d_model % self.n_heads:
-            raise Stop(f"--d-model {self.d_model} is not divisible by "
-                       f"--n-heads {self.n_heads}")
+        if self.model == "transformer" and d % self.n_heads:
+            raise Stop(f"--d-model {d} is not divisible by --n-heads {self.n_heads}")
         if self.lr <= 0 or self.alpha <= 0 or min(self.wd, self.warmup, self.eps, self.l1) < 0:
             raise Stop("--lr and --alpha must be positive, --wd, --warmup, --eps and --l1 "
                        "non-negative")
@@ -316,11 +313,9 @@ class Transformer(nn.Module):
 
 
 class EmbedMLP(nn.Module):
-    """AlQuabeh et al.: [E(a), E(b)] -> ReLU(W1 .) -> readout. With embed='onehot' the first
-    layer sees one-hot operands, i.e. it is a free lookup table with no E -> W coupling.
-    Gu et al.'s DNN: [E(a), E(b), E('=')] (mlp_eq) and two hidden layers (n_layers=2); its
-    one-hot variant (their README) is a fixed identity in a d_model x n_vocab buffer, so each
-    of the three one-hots is padded to d_model (fc1 sees 3 d_model inputs, as theirs)."""
+    """AlQuabeh et al.: [E(a), E(b)] -> ReLU(W1 .) -> readout; embed='onehot': one-hot operands
+    (a free lookup table, no E -> W coupling). Gu et al.'s DNN (mlp_eq, n_layers=2): [E(a), E(b),
+    E('=')]; one-hot: their README's fixed identity, each one-hot padded to d_model (3 d inputs)."""
 
     def __init__(self, cfg):
         super().__init__()
