@@ -157,8 +157,8 @@ class Config:
         if self.b_offset < 0:
             raise Stop(f"--b-offset {self.b_offset} must be non-negative")
         if self.mlp_eq and (self.model != "mlp" or self.embed == "onehot" and self.n_vocab > d):
-            raise Stop(f"--mlp-eq needs --model mlp; with one-hot input each one-hot is padded to "
-                       f"--d-model: {self.n_vocab} tokens do not fit in {d}")
+            raise Stop("--mlp-eq needs --model mlp" if self.model != "mlp" else f"--mlp-eq pads "
+                       f"each one-hot to --d-model: {self.n_vocab} tokens do not fit in {d}")
         if self.model == "mlp" and self.embed == "onehot" and self.b_offset:
             raise Stop("--b-offset needs learned embeddings: one-hot inputs are apart already")
         if self.split_rng != "torch" and (self.split != "random" or self.op == "div"):
