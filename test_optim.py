@@ -322,19 +322,20 @@ def test_metrics_table_tests_both_step_counts_against_the_setting_baseline(tmp_p
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "experiments"))
     import metrics_table
     steps = np.arange(0, 1001, 100)
-    arms = {"base": ({}, (500, 600, 700)), "ema": (dict(grokfast="ema"), (100, 200, 300))}
-    for name, (kw, at) in arms.items():  # made-up runs: acc >= 0.95 at t, loss <= 0.01 at t+100
+    arms = {"base": ({}, (500, 600, 700), 100), "ema": (dict(grokfast="ema"), (100, 200, 300), 600)}
+    for name, (kw, at, lag) in arms.items():  # made-up: acc >= 0.95 at t, loss <= 0.01 at t+lag
         for seed, t in enumerate(at):
             run = tmp_path / f"{name}_s{seed}"
             run.mkdir()
             (run / "config.json").write_text(json.dumps(Config(seed=seed, **kw).to_dict()))
             np.savez(run / "metrics.npz", step=steps, test_acc=np.where(steps >= t, 1.0, 0.0),
-                     test_loss=np.where(steps >= t + 100, 0.005, 1.0), collapse=0 * steps)
+                     test_loss=np.where(steps >= t + lag, 0.005, 1.0), collapse=0 * steps)
     metrics_table.main(str(tmp_path))
     out = capsys.readouterr().out
     ema = next(line for line in out.splitlines() if "grokfast=ema" in line)
     base = next(line for line in out.splitlines() if "grokfast=none" in line)
-    # every EMA seed before every baseline seed: U = 0, p = 2 / C(6, 3) on both counts
-    assert "200 +- 82 (3/3) | 300 +- 82 (3/3)" in ema
-    assert ema.endswith("| U 0 / p 0.100 ; U 0 / p 0.100 |") and base.endswith("| - |")
+    # accuracy: every EMA seed before every baseline seed, U = 0, p = 2 / C(6, 3); loss: EMA at
+    # 700 / 800 / 900 against 600 / 700 / 800, U = 1.5 + 2.5 + 3 = 7 (ties count a half)
+    assert "200 +- 82 (3/3) | 800 +- 82 (3/3)" in ema
+    assert "| U 0 / p 0.100 ; U 7 / p " in ema and base.endswith("| - |")
     assert (tmp_path / "figures" / "steps_to_generalize.png").stat().st_size > 10000
