@@ -152,7 +152,8 @@ def cross_run_figures(root, groups, grok, dots, sweeps, thr):
     # (colour, line style): the colour cycle has 10 colours, so configurations 11-20 are dashed
     styles = {lab: (f"C{i % 10}", "-" if i < 10 else "--") for i, lab in enumerate(groups)}
     loss_by_config(os.path.join(out, "loss_by_config.png"), groups, styles, thr)
-    steps_to_generalize(os.path.join(out, "steps_to_generalize.png"), groups, grok, styles, thr)
+    steps_to_generalize(os.path.join(out, "steps_to_generalize.png"), groups,
+                        {f"steps until test loss <= {thr}": grok}, styles)
     for key, ylab, log, metric in BY_CONFIG:
         fig, ax = plt.subplots(figsize=(7, 4.5))
         for lab, runs in groups.items():
@@ -190,18 +191,30 @@ def loss_by_config(path, groups, styles, thr):
     save(fig, path)
 
 
-def steps_to_generalize(path, groups, grok, styles, thr):
+def steps_to_generalize(path, groups, stats, styles):
+    """One panel per statistic ({y label: {configuration: steps of the seeds that got there}}):
+    a bar at the mean +- std, every seed as a dot. Ticks name only what differs between the
+    configurations: each "key=value" of a label that is not its key's most common value."""
     labs = list(groups)
-    fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(labs)), 4.5))
-    ax.bar(range(len(labs)), [np.mean(grok[l]) if grok[l] else np.nan for l in labs],
-           yerr=[np.std(grok[l]) if grok[l] else 0 for l in labs],
-           color=[styles[l][0] for l in labs], capsize=4, alpha=0.6)
-    for i, l in enumerate(labs):  # every seed that generalized, as a dot
-        ax.plot([i] * len(grok[l]), grok[l], "k.", markersize=5)
-    ax.set_xticks(range(len(labs)), [f"{l}\n({len(grok[l])}/{len(groups[l])} seeds)" for l in labs],
-                  fontsize=7, rotation=20)
-    ax.set(ylabel=f"steps until test loss <= {thr}",
-           title="steps to generalize (mean +- std over seeds that did)")
+    toks = [l.split(", ") for l in labs]
+    keyed = len(labs) > 1 and len({len(t) for t in toks}) == 1  # the same keys in every label
+    common = [max(set(c), key=c.count) for c in zip(*toks)] if keyed else []
+    ticks = [", ".join(t for t in ts if t not in common) or "the most common values"
+             for ts in toks]
+    fig, axs = plt.subplots(len(stats), 1, figsize=(max(6, 1.3 * len(labs)), 3.5 * len(stats)),
+                            squeeze=False)
+    for ax, (ylab, grok) in zip(axs[:, 0], stats.items()):
+        ax.bar(range(len(labs)), [np.mean(grok[l]) if grok[l] else np.nan for l in labs],
+               yerr=[np.std(grok[l]) if grok[l] else 0 for l in labs],
+               color=[styles[l][0] for l in labs], capsize=4, alpha=0.6)
+        for i, l in enumerate(labs):  # every seed that got there, as a dot
+            ax.plot([i] * len(grok[l]), grok[l], "k.", markersize=5)
+        ax.set_xticks(range(len(labs)), [f"{t}\n({len(grok[l])}/{len(groups[l])} seeds)"
+                                         for t, l in zip(ticks, labs)], fontsize=7, rotation=15)
+        ax.set(ylabel=ylab)
+    axs[0, 0].set_title("steps to generalize (mean +- std over the seeds that did; each a dot)"
+                        + ("\nmost common values: " + ", ".join(common) if common else ""),
+                        fontsize=9)
     save(fig, path)
 
 

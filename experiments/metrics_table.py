@@ -4,7 +4,8 @@ configuration, the steps to test accuracy >= 0.95 and to test loss <= 0.01 with 
 seeds that get there, the softmax-collapse share, and Mann-Whitney U tests of both step
 counts against the same setting's baseline (analyze.baselines: no intervention, the setting's
 usual lr). A seed that never gets there counts as later than every step. It also draws
-<root>/figures/steps_to_generalize.png: per configuration, every seed's step as a dot.
+<root>/figures/steps_to_generalize.png: per configuration and statistic, every seed's step as
+a dot.
 
     python experiments/metrics_table.py runs/interventions
 """
@@ -51,9 +52,10 @@ def main(root):
     import plots  # matplotlib only when drawing
     path = os.path.join(root, "figures", "steps_to_generalize.png")
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    plots.steps_to_generalize(path, groups, {lab: [s for s in loss(runs) if s is not None]
-                                             for lab, runs in groups.items()},
-                              {lab: (f"C{i % 10}", "-") for i, lab in enumerate(groups)}, GROK)
+    reached = lambda f: {lab: [s for s in f(runs) if s is not None] for lab, runs in groups.items()}
+    plots.steps_to_generalize(path, groups, {"steps until test accuracy >= 0.95": reached(acc),
+                                             f"steps until test loss <= {GROK}": reached(loss)},
+                              {lab: (f"C{i % 10}", "-") for i, lab in enumerate(groups)})
     print(f"\nfigure: {path}")
 
 
