@@ -198,7 +198,7 @@ def steps_to_generalize(path, groups, stats, styles):
     labs = list(groups)
     toks = [l.split(", ") for l in labs]
     keyed = len(labs) > 1 and len({len(t) for t in toks}) == 1  # the same keys in every label
-    common = [max(set(c), key=c.count) for c in zip(*toks)] if keyed else []
+    common = [max(c, key=c.count) for c in zip(*toks)] if keyed else []  # ties: the first
     ticks = [", ".join(t for t in ts if t not in common) or "the most common values"
              for ts in toks]
     fig, axs = plt.subplots(len(stats), 1, figsize=(max(6, 1.3 * len(labs)), 3.5 * len(stats)),
