@@ -339,3 +339,22 @@ def test_metrics_table_tests_both_step_counts_against_the_setting_baseline(tmp_p
     assert "200 +- 82 (3/3) | 800 +- 82 (3/3)" in ema
     assert "| U 0 / p 0.100 ; U 7 / p " in ema and base.endswith("| - |")
     assert (tmp_path / "figures" / "steps_to_generalize.png").stat().st_size > 10000
+
+
+def test_metrics_table_recomputes_a_stablemax_runs_test_loss_as_softmax_cross_entropy(tmp_path):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "experiments"))
+    import metrics_table
+    cfg = small_cfg(steps=20, ckpt_every=10, loss="stablemax")
+    train(cfg, str(tmp_path / "sm"), log=quiet)
+    steps, loss = metrics_table.softmax_test_loss(str(tmp_path / "sm"), cfg)
+    _, _, x_te, y_te = make_data(cfg)
+    model = build_model(cfg).double()
+    for s, got in zip(steps, loss):  # independent: a plain forward and torch's cross-entropy
+        ck = torch.load(tmp_path / "sm" / "ckpt" / f"step_{s:06d}.pt", weights_only=True)
+        model.load_state_dict(ck["model"])
+        with torch.no_grad():
+            want = torch.nn.functional.cross_entropy(model(x_te), y_te)
+        assert abs(got - float(want)) < 1e-9 * max(1, float(want))
+    assert list(steps) == [0, 10, 20]
+    m = np.load(tmp_path / "sm" / "metrics.npz")  # what it trained on: StableMax, not softmax
+    assert abs(m["test_loss"][-1] - loss[-1]) > 1e-6

@@ -1,11 +1,13 @@
 """
-A table of runs from metrics.npz alone (no checkpoint analysis), for REPRODUCTION.md: per
+A table of runs from metrics.npz (no analysis.npz needed), for REPRODUCTION.md: per
 configuration, the steps to test accuracy >= 0.95 and to test loss <= 0.01 with the share of
 seeds that get there, the softmax-collapse share, and Mann-Whitney U tests of both step
 counts against the same setting's baseline (analyze.baselines: no intervention, the setting's
-usual lr). A seed that never gets there counts as later than every step. It also draws
-<root>/figures/steps_to_generalize.png: per configuration and statistic, every seed's step as
-a dot.
+usual lr). A seed that never gets there counts as later than every step. A run trained on
+another loss (StableMax) has its test loss recomputed as softmax cross-entropy from its
+checkpoints (every ckpt_every steps, not every eval_every), so that both statistics are the
+baseline's. It also draws <root>/figures/steps_to_generalize.png: per configuration and
+statistic, every seed's step as a dot.
 
     python experiments/metrics_table.py runs/interventions
 """
@@ -17,9 +19,26 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from analyze import GROK, baselines, fmt, group_runs, mann_whitney  # noqa: E402
-from model import Config  # noqa: E402
+import torch  # noqa: E402
+from analyze import GROK, baselines, checkpoint_paths, fmt, group_runs, mann_whitney  # noqa: E402
+from data import load_checkpoint  # noqa: E402
+from measures import MEASURES, load_checkpoint_into, run_context  # noqa: E402
+from model import Config, build_model  # noqa: E402
 from train import first_below  # noqa: E402
+
+
+@torch.no_grad()
+def softmax_test_loss(run, cfg):
+    """(steps, softmax cross-entropy on the test pairs) at every checkpoint of a run: its
+    metrics.npz holds the loss it trained on, which for StableMax is not the baseline's."""
+    cks = [load_checkpoint(q) for q in checkpoint_paths(run)]
+    model = build_model(cfg)
+    c = run_context(cfg, model, cks[-1])
+    loss = []
+    for ck in cks:
+        load_checkpoint_into(c, model, ck)
+        loss.append(MEASURES["test_loss"](c))
+    return np.array([ck["step"] for ck in cks]), np.array(loss)
 
 
 def main(root):
@@ -27,11 +46,14 @@ def main(root):
     for path in sorted(glob.glob(os.path.join(root, "*", "metrics.npz"))):
         run = os.path.dirname(path)
         cfg = Config.from_dict(json.load(open(os.path.join(run, "config.json"))))
-        done[run] = (cfg, dict(np.load(path)), {})
+        m = dict(np.load(path))
+        m["softmax"] = ((m["step"], m["test_loss"]) if cfg.loss == "ce"
+                        else softmax_test_loss(run, cfg))
+        done[run] = (cfg, m, {})
     groups, _ = group_runs(done)
     base = baselines(groups)
     acc = lambda runs: [first_below(m["step"], -m["test_acc"], -0.95) for _, _, m, _ in runs]
-    loss = lambda runs: [first_below(m["step"], m["test_loss"]) for _, _, m, _ in runs]
+    loss = lambda runs: [first_below(*m["softmax"]) for _, _, m, _ in runs]
     print("| configuration | seeds | test acc >= 0.95 at (reached) | test loss <= 0.01 at "
           "(reached) | final test acc | softmax collapse: max share / at the end | steps run | "
           "vs baseline: Mann-Whitney U / p, steps to acc 0.95 ; to loss 0.01 |")
