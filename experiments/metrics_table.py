@@ -31,14 +31,14 @@ from train import first_below  # noqa: E402
 def softmax_test_loss(run, cfg):
     """(steps, softmax cross-entropy on the test pairs) at every checkpoint of a run: its
     metrics.npz holds the loss it trained on, which for StableMax is not the baseline's."""
-    cks = [load_checkpoint(q) for q in checkpoint_paths(run)]
-    model = build_model(cfg)
-    c = run_context(cfg, model, cks[-1])
-    loss = []
-    for ck in cks:
-        load_checkpoint_into(c, model, ck)
+    paths, model = checkpoint_paths(run), build_model(cfg)
+    c = run_context(cfg, model, load_checkpoint(paths[-1]))
+    steps, loss = [], []
+    for q in paths:  # one checkpoint in memory at a time
+        load_checkpoint_into(c, model, load_checkpoint(q))
+        steps.append(c.step)
         loss.append(MEASURES["test_loss"](c))
-    return np.array([ck["step"] for ck in cks]), np.array(loss)
+    return np.array(steps), np.array(loss)
 
 
 def main(root):
