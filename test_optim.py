@@ -24,6 +24,10 @@ from optim import AdamW, make_optimizer, orthogonal
 from test_train import DEVICES, quiet, small_cfg
 from train import collapse, loss_fn, main, train
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "experiments"))
+import claims  # noqa: E402
+import metrics_table  # noqa: E402
+
 
 def test_grokfast_ema_after_two_steps_equals_its_closed_form():
     p = torch.nn.Parameter(torch.zeros(3))
@@ -253,8 +257,6 @@ def test_seed_mean_curve_statistic_against_per_seed_steps():
 
 
 def test_claims_prints_each_arm_seed_by_seed_from_the_run_folders(tmp_path, capsys, monkeypatch):
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "experiments"))
-    import claims
     steps = np.arange(0, 1001, 100)
     for seed, data_seed, grok in ((0, None, 300), (1, None, None), (0, 10000, 200),
                                   (1, 10001, 700)):  # made-up runs: the step test loss hits 0.01
@@ -284,8 +286,6 @@ def test_claims_prints_each_arm_seed_by_seed_from_the_run_folders(tmp_path, caps
 
 
 def test_claims_finds_singh_et_al_s_number_for_the_lr_and_wd_a_run_trains_with():
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "experiments"))
-    import claims
     off = dict(ln="off")
     assert claims.singh_number(Config(**off, lr=1e-2, fix_wd=True)) == "4470"  # wd 0.1
     assert claims.singh_number(Config(**off, alpha=0.5, alpha_lr=True)) == "2021"  # lr 4e-3
@@ -304,8 +304,6 @@ def test_claims_finds_singh_et_al_s_number_for_the_lr_and_wd_a_run_trains_with()
 
 
 def test_claims_early_prints_both_definitions_at_step_1000(monkeypatch, capsys):
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "experiments"))
-    import claims
     step = np.array([0, 500, 1500])  # step 1000 lies between two checkpoints: interpolated
     runs = {f"r/ln-{ln}_s{s}": (Config(ln=ln, seed=s), {}, dict(
         step=step, attn_entropy=np.array([1.0, 0.8 + s / 10, 0.4 + s / 10]),
@@ -319,8 +317,6 @@ def test_claims_early_prints_both_definitions_at_step_1000(monkeypatch, capsys):
 
 
 def test_metrics_table_tests_both_step_counts_against_the_setting_baseline(tmp_path, capsys):
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "experiments"))
-    import metrics_table
     steps = np.arange(0, 1001, 100)
     arms = {"base": ({}, (500, 600, 700), 100), "ema": (dict(grokfast="ema"), (100, 200, 300), 600)}
     for name, (kw, at, lag) in arms.items():  # made-up: acc >= 0.95 at t, loss <= 0.01 at t+lag
@@ -342,8 +338,6 @@ def test_metrics_table_tests_both_step_counts_against_the_setting_baseline(tmp_p
 
 
 def test_metrics_table_recomputes_a_stablemax_runs_test_loss_as_softmax_cross_entropy(tmp_path):
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "experiments"))
-    import metrics_table
     cfg = small_cfg(steps=20, ckpt_every=10, loss="stablemax")
     train(cfg, str(tmp_path / "sm"), log=quiet)
     steps, loss = metrics_table.softmax_test_loss(str(tmp_path / "sm"), cfg)
