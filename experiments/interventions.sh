@@ -32,6 +32,7 @@ jobs() { for s in 0 1 2 3 4; do
     echo "$r --lr 0.003"
     echo "$r --grokfast ma --gf-window 100 --gf-lamb 5"
     echo "$r --orthograd"
+    echo "$r --wd 0 --orthograd"; echo "$r --wd 0"   # Prieto et al. use ⊥AdamW at wd 0 only
     echo "$r --loss stablemax"
     echo "$r --optimizer muon"
   done
