@@ -16,7 +16,7 @@ import torch
 
 from bench import main as bench_main
 from test_train import BATCHED, DEVICES, HERE, quiet, small_cfg
-from fast import cuda_graph
+from fast import cuda_graph, tune_cpu
 from optim import AdamW
 from train import train
 
@@ -128,6 +128,34 @@ def test_tune_cpu_keeps_freed_memory_in_the_heap():
                          text=True, check=True)
     before, after = map(float, out.stdout.split())
     assert after < before / 10, (before, after)
+
+
+def flushed():
+    return torch.tensor([1e-40]).mul(1.0).item() == 0  # a denormal times 1
+
+
+def test_denormals_are_kept_with_adamw_eps_0_where_flushing_them_makes_nan(tmp_path):
+    """One gradient, then exact zeros (a logit whose softmax has underflowed): with eps 0 the
+    update is m / sqrt(v); flushed, both reach 0 (0/0); kept, they stop at the smallest denormal."""
+    def zero_grads(steps=4000):
+        p = torch.ones(3, requires_grad=True)
+        opt = AdamW([p], (0.9, 0.98), 0.0)
+        opt.set_hyper([[1e-3]], [[0.0]])
+        for t in range(steps):
+            p.grad = torch.full((3,), 1e-3 if t == 0 else 0.0)
+            opt.step()
+        return p.detach()
+    try:
+        tune_cpu(flush_denormal=True)
+        assert flushed() and torch.isnan(zero_grads()).all()
+        tune_cpu(flush_denormal=False)
+        assert not flushed() and torch.isfinite(zero_grads()).all()
+        train(small_cfg(eps=0.0, steps=1), str(tmp_path / "eps0"), log=quiet)  # train.py's choice
+        assert not flushed()
+        train(small_cfg(steps=1), str(tmp_path / "eps"), log=quiet)
+        assert flushed()
+    finally:
+        tune_cpu()  # as the other tests found it
 
 
 @pytest.mark.skipif("cuda" not in DEVICES, reason="CUDA graphs need a GPU; CI has none")

@@ -200,7 +200,7 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
     single = isinstance(cfgs, Config)
     cfgs, run_dirs = ([cfgs], [run_dirs]) if single else (list(cfgs), list(run_dirs))
     device = check_options(cfgs, run_dirs, device, resume)
-    tune_cpu()
+    tune_cpu(flush_denormal=all(c.eps > 0 for c in cfgs))  # eps 0: see tune_cpu
     cfg, R = cfgs[0], len(cfgs)
     x_tr, y_tr, x_te, y_te = (torch.stack(t).to(device) for t in zip(*map(make_data, cfgs)))
     models = [build_model(c).to(device) for c in cfgs]
