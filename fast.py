@@ -239,17 +239,15 @@ def cuda_graph(step, params, opt):
     return graph
 
 
-def tune_cpu(flush_denormal=True):
+def tune_cpu():
     """Process-wide CPU settings that speed training up and change no value that matters:
-    after grokking AdamW's squared-gradient state falls below float32's normal range, and x86
+    after grokking, gradients and AdamW's state fall below float32's normal range, and x86
     CPUs compute on such denormals several times slower, so flush values below 1.2e-38 to 0
-    (flush_denormal=False with AdamW eps 0: a gradient that stays exactly 0 then takes both
-    moments to 0 and the update to 0/0 = NaN within ~3500 steps, where with denormals they
-    stop at the smallest one, as on a GPU, and the update stays finite);
+    (but in AdamW's step when its eps is 0, see train.py's update);
     a step allocates its ~8 MB activations anew, and glibc maps blocks that large afresh and
     unmaps them at free (hundreds to thousands of page faults a step), so keep freed memory in
     the heap (mallopt M_MMAP_THRESHOLD = -3 and M_TRIM_THRESHOLD = -1, in bytes)."""
-    torch.set_flush_denormal(flush_denormal)
+    torch.set_flush_denormal(True)
     if sys.platform == "linux":
         for option in (-3, -1):
             getattr(ctypes.CDLL(None), "mallopt", lambda *_: 0)(option, 1 << 30)

@@ -200,7 +200,7 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
     single = isinstance(cfgs, Config)
     cfgs, run_dirs = ([cfgs], [run_dirs]) if single else (list(cfgs), list(run_dirs))
     device = check_options(cfgs, run_dirs, device, resume)
-    tune_cpu(flush_denormal=all(c.eps > 0 for c in cfgs))  # eps 0: see tune_cpu
+    tune_cpu()
     cfg, R = cfgs[0], len(cfgs)
     x_tr, y_tr, x_te, y_te = (torch.stack(t).to(device) for t in zip(*map(make_data, cfgs)))
     models = [build_model(c).to(device) for c in cfgs]
@@ -231,7 +231,11 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
         if cfg.l1:  # Nanda et al.'s L1 penalty on every parameter, each run its own
             losses = losses + cfg.l1 * sum(p.abs().reshape(R, -1).sum(1) for p in params)
         losses.sum().backward()  # runs share no parameter: each gets its own gradient
+        # AdamW eps 0 divides m by sqrt(v): where a gradient stays exactly 0, flushed moments
+        # reach 0 and the update 0/0 = NaN; kept, they stop at the smallest denormal, as on a GPU
+        torch.set_flush_denormal(cfg.eps > 0)
         opt.step()
+        torch.set_flush_denormal(True)  # the forward and backward: tune_cpu
 
     def save(step):
         for c, d, (state, optim) in zip(cfgs, run_dirs, run_states(model, opt)):
