@@ -143,6 +143,22 @@ def mann_whitney(x, y):
     return U, math.erfc(abs(U - mu) / math.sqrt(2 * var)) if var > 0 else 1.0
 
 
+
+def fisher_exact(a, n1, b, n2):
+    """Two-sided Fisher exact p that a successes of n1 and b of n2 share one rate: the
+    hypergeometric mass of every table (margins fixed) no likelier than the one seen."""
+    k, n = a + b, n1 + n2
+    pr = lambda x: math.comb(n1, x) * math.comb(n2, k - x) / math.comb(n, k)
+    lo, hi = max(0, k - n2), min(k, n1)
+    return min(1.0, sum(pr(x) for x in range(lo, hi + 1) if pr(x) <= pr(a) * (1 + 1e-9)))
+
+
+def sign_test(wins, losses):
+    """Two-sided exact sign test (ties left out): the chance of a split at least this uneven
+    when each paired comparison is a fair coin."""
+    n = wins + losses
+    return min(1.0, 2 * sum(math.comb(n, i) for i in range(min(wins, losses) + 1)) / 2 ** n)
+
 # ---------------------------------------------------------------- measures that need the model
 
 def embedding(model, cfg, operand=0):

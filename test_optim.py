@@ -236,6 +236,23 @@ def test_mann_whitney_by_its_definition():
     assert A.mann_whitney(same, same)[1] == pytest.approx(1.0)
 
 
+
+def test_fisher_and_sign_tests_by_enumeration():
+    import itertools
+    from measures import fisher_exact, sign_test
+    # Fisher: which n1 of the n runs form group 1, every way equally likely, successes fixed
+    for a, n1, b, n2 in ((3, 4, 1, 4), (12, 13, 8, 13), (5, 8, 1, 10), (0, 3, 3, 3)):
+        runs = [1] * (a + b) + [0] * (n1 + n2 - a - b)
+        seen = [sum(runs[i] for i in g) for g in itertools.combinations(range(n1 + n2), n1)]
+        freq = {x: seen.count(x) for x in set(seen)}
+        p = sum(v for x, v in freq.items() if v <= freq[a]) / len(seen)
+        assert fisher_exact(a, n1, b, n2) == pytest.approx(p)
+    assert fisher_exact(3, 4, 1, 4) == pytest.approx(34 / 70)  # the tea-tasting table
+    for w, l in ((9, 3), (0, 6), (4, 4), (7, 1)):  # every sign pattern of the w + l pairs
+        wins = [sum(s) for s in itertools.product((0, 1), repeat=w + l)]
+        extreme = sum(min(k, w + l - k) <= min(w, l) for k in wins) / len(wins)
+        assert sign_test(w, l) == pytest.approx(min(1.0, extreme))
+
 def test_baseline_is_the_same_setting_without_intervention():
     cfg = lambda **kw: Config(**kw)
     groups = {"base": [(None, cfg(), None, None)], "ema": [(None, cfg(grokfast="ema"), None, None)],
@@ -273,7 +290,8 @@ def test_claims_prints_each_arm_seed_by_seed_from_the_run_folders(tmp_path, caps
     assert "| coupled: split and init from one seed | s0: 300 / s1: - | 300 +- 0 (1/2) |" in out
     assert "| independent: split from --data-seed | s0: 200 / s1: 700 | 450 +- 250 (2/2) | 700 |" \
         in out  # the seed-mean curve is <= 0.01 only once both are
-    assert "coupled first in 0, later in 2, tied in 0 of 2 seeds" in out
+    assert "coupled first in 0, later in 2, tied in 0 of 2 seeds (sign test p 0.500); reached " \
+        "0.01: 1 of 2 against 2 of 2 (Fisher exact p 1.000)" in out
     assert "not on this machine; made by: make it" in out
     claims.per_seed(str(tmp_path), lambda c: f"seed {c.seed}", ref="centre")  # ref not run here
     out = capsys.readouterr().out

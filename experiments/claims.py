@@ -19,6 +19,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import analyze as A  # noqa: E402
 import metrics_table  # noqa: E402
 import minibatch_table  # noqa: E402
+from measures import fisher_exact, sign_test  # noqa: E402
 from model import Config  # noqa: E402
 from optim import schedule  # noqa: E402
 from train import first_below  # noqa: E402
@@ -131,9 +132,14 @@ def coupling(root):
     for other in ("independent", "singh"):
         pairs = [(d["coupled"], d[other]) for d in by.values() if other in d and "coupled" in d]
         if pairs:
-            print(f"seed by seed, coupled vs {other}: coupled first in "
-                  f"{sum(a < b for a, b in pairs)}, later in {sum(a > b for a, b in pairs)}, "
-                  f"tied in {sum(a == b for a, b in pairs)} of {len(pairs)} seeds\n")
+            first, later = sum(a < b for a, b in pairs), sum(a > b for a, b in pairs)
+            reached = [sum(np.isfinite(v[i]) for v in pairs) for i in (0, 1)]
+            n = len(pairs)
+            print(f"seed by seed, coupled vs {other}: coupled first in {first}, later in "
+                  f"{later}, tied in {n - first - later} of {n} seeds (sign test p "
+                  f"{sign_test(first, later):.3f}); reached 0.01: {reached[0]} of {n} against "
+                  f"{reached[1]} of {n} (Fisher exact p "
+                  f"{fisher_exact(reached[0], n, reached[1], n):.3f})\n")
 
 
 def early(root):
