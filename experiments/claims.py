@@ -61,6 +61,7 @@ def per_seed(root, arm=None, paper=None, ref=None):
         for run, (cfg, m, r) in done.items():
             groups.setdefault(arm(cfg), []).append((run, cfg, m, r))
         groups = dict(sorted(groups.items(), key=lambda kv: (kv[0] != ref, kv[0])))
+    groups = {lab: sorted(runs, key=lambda r: r[1].seed) for lab, runs in groups.items()}  # s2, s10
     # against `ref`, or the first group; no test when ref is named but not among the runs
     first = groups.get(ref) if ref else next(iter(groups.values()))
     rows = []
