@@ -143,7 +143,6 @@ def mann_whitney(x, y):
     return U, math.erfc(abs(U - mu) / math.sqrt(2 * var)) if var > 0 else 1.0
 
 
-
 def fisher_exact(a, n1, b, n2):
     """Two-sided Fisher exact p that a successes of n1 and b of n2 share one rate: the
     hypergeometric mass of every table (margins fixed) no likelier than the one seen."""
@@ -158,6 +157,7 @@ def sign_test(wins, losses):
     when each paired comparison is a fair coin."""
     n = wins + losses
     return min(1.0, 2 * sum(math.comb(n, i) for i in range(min(wins, losses) + 1)) / 2 ** n)
+
 
 # ---------------------------------------------------------------- measures that need the model
 

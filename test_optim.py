@@ -8,6 +8,7 @@ tables that experiments/claims.py prints from run folders.
 
     python -m pytest -q test_optim.py
 """
+import itertools
 import json
 import os
 import sys
@@ -19,6 +20,7 @@ import torch
 import analyze as A
 
 from data import make_data
+from measures import fisher_exact, sign_test
 from model import Config, build_model
 from optim import AdamW, make_optimizer, orthogonal
 from test_train import DEVICES, quiet, small_cfg
@@ -236,10 +238,7 @@ def test_mann_whitney_by_its_definition():
     assert A.mann_whitney(same, same)[1] == pytest.approx(1.0)
 
 
-
 def test_fisher_and_sign_tests_by_enumeration():
-    import itertools
-    from measures import fisher_exact, sign_test
     # Fisher: which n1 of the n runs form group 1, every way equally likely, successes fixed
     for a, n1, b, n2 in ((3, 4, 1, 4), (12, 13, 8, 13), (5, 8, 1, 10), (0, 3, 3, 3)):
         runs = [1] * (a + b) + [0] * (n1 + n2 - a - b)
@@ -252,6 +251,7 @@ def test_fisher_and_sign_tests_by_enumeration():
         wins = [sum(s) for s in itertools.product((0, 1), repeat=w + l)]
         extreme = sum(min(k, w + l - k) <= min(w, l) for k in wins) / len(wins)
         assert sign_test(w, l) == pytest.approx(min(1.0, extreme))
+
 
 def test_baseline_is_the_same_setting_without_intervention():
     cfg = lambda **kw: Config(**kw)
