@@ -271,6 +271,9 @@ def test_seed_mean_curve_statistic_against_per_seed_steps():
     assert A.mean_curve_step(runs) == 90 and A.grok_steps(runs) == [20, 40, 90]
     short = dict(step=steps[:4], test_loss=curve(20)[:4])  # stopped early: keeps its last value
     assert A.mean_curve_step([(None, None, short, None), runs[1]]) == 40
+    never = (None, None, dict(step=steps, test_loss=curve(10 ** 9)), None)
+    assert claims.subsets(runs, 2) == [40, 90, 90]  # {20, 40}, {20, 90}, {40, 90}
+    assert claims.subsets(runs + [never], 3) == [90, None, None, None]
 
 
 def test_claims_prints_each_arm_seed_by_seed_from_the_run_folders(tmp_path, capsys, monkeypatch):
