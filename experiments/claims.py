@@ -140,7 +140,8 @@ def coupling(root):
     for lab, runs in sorted(groups.items()):  # the paper's statistic is on 5 seeds: every 5 here
         at = sorted(np.inf if s is None else s for s in subsets(runs))
         if at:
-            q = lambda f: (lambda s: "never" if s == np.inf else s)(at[int(f * (len(at) - 1))])
+            pick = lambda f: at[int(f * (len(at) - 1))]  # a quantile, np.inf if never
+            q = lambda f: "never" if pick(f) == np.inf else pick(f)
             print(f"{lab}, the seed-mean curve of each of the {len(at)} sets of 5 of its "
                   f"{len(runs)} seeds: <= 0.01 at median {q(0.5)} (5-95%: {q(0.05)}-{q(0.95)}), "
                   f"by the paper's {paper} in {sum(s <= paper for s in at)}, not in 10k steps "
