@@ -120,6 +120,25 @@ def grids(root):
     per_seed(root, singh_label, singh_number, ref="lr 0.001, wd 1, alpha 1")
 
 
+# Singh et al.'s placements: their name, their statistic on 5 seeds (0: not in 10k steps) and, on
+# their released curves, the first seed / all five <= 0.01 (conventions.md, "Known results").
+SINGH_LN = {"off": ("No LN", 7807, "6328 / 7935"), "mlp-pre": ("M", 1425, "809 / 2055"),
+            "pre": ("M+A*", 3525, "2360 / 3934"), "attn-pre": ("A*", 7157, "3647 / 7274"),
+            "pre-v": ("M+A^v", 964, "-"), "attn-pre-v": ("A^v", 1891, "-"),
+            "attn-pre-qk": ("A^qk", 0, "-")}
+
+
+def placements(root):
+    """experiments/ln_placements.sh: per_seed with Singh et al.'s numbers beside (each against
+    No LN), then analyze.py's summary of the same runs (every column)."""
+    name = lambda c: f"{c.ln} ({SINGH_LN.get(c.ln, ('not in the paper',))[0]})"
+    paper = lambda c: ("{} (first seed / all five: {})".format(SINGH_LN[c.ln][1] or "not reached",
+                                                             SINGH_LN[c.ln][2])
+                       if c.ln in SINGH_LN else "-")
+    per_seed(root, name, paper, ref="off (No LN)")
+    summary(root)
+
+
 def subsets(runs, k=5):
     """Singh et al.'s statistic (the seed-mean curve's step, or None) of every k of the runs."""
     return [A.mean_curve_step(list(c)) for c in itertools.combinations(runs, k)]
@@ -208,7 +227,7 @@ def cleanup(root):
 
 SECTIONS = {  # name: (REPRODUCTION.md's heading, folder, what makes it, printer)
     "placements": ("LN placements (Singh et al.)", "runs/ln_placements",
-                   "bash experiments/ln_placements.sh --list | bash", summary),
+                   "bash experiments/ln_placements.sh --list | bash", placements),
     "early": ("LN placements on their split: the first 1000 steps", "runs/placements_1k",
               "python train.py --split-rng singh --seed 456 789 111 222 333 --steps 1000 "
               "--out runs/placements_1k --ln L  # L = off; then the six others at once", early),
