@@ -306,7 +306,7 @@ def test_claims_prints_each_arm_seed_by_seed_from_the_run_folders(tmp_path, caps
     assert claims.jumps(np.arange(6) * 10, loss) == (2, 20)
 
 
-def test_claims_puts_singh_et_al_s_number_beside_each_placement(tmp_path, capsys, monkeypatch):
+def test_claims_puts_singh_et_al_s_number_beside_each_placement(tmp_path, capsys):
     steps = np.arange(0, 1001, 100)
     for ln, seed, grok in (("pre", 1, 300), ("pre", 2, 500), ("off", 1, None)):
         run = tmp_path / f"ln-{ln}_s{seed}"
@@ -314,7 +314,6 @@ def test_claims_puts_singh_et_al_s_number_beside_each_placement(tmp_path, capsys
         (run / "config.json").write_text(json.dumps(Config(ln=ln, seed=seed).to_dict()))
         loss = np.where(steps >= (grok or 10 ** 9), 0.005, 1.0)
         np.savez(run / "metrics.npz", step=steps, test_loss=loss, test_acc=1 - loss)
-    monkeypatch.setattr(claims, "summary", lambda root: None)  # needs checkpoints: not here
     claims.placements(str(tmp_path))
     out = capsys.readouterr().out
     assert "| off (No LN) | s1: - (stopped at 1000 of 10000) |" in out  # the reference: first

@@ -129,14 +129,14 @@ SINGH_LN = {"off": ("No LN", 7807, "6328 / 7935"), "mlp-pre": ("M", 1425, "809 /
 
 
 def placements(root):
-    """experiments/ln_placements.sh: per_seed with Singh et al.'s numbers beside (each against
-    No LN), then analyze.py's summary of the same runs (every column)."""
+    """experiments/ln_placements.sh: per_seed with Singh et al.'s numbers beside, each against
+    No LN. The measures (C_Fourier, attention entropy, ...) are analyze.py's summary of the
+    folder (`python analyze.py runs/ln_placements`), which analyses every checkpoint first."""
     name = lambda c: f"{c.ln} ({SINGH_LN.get(c.ln, ('not in the paper',))[0]})"
     paper = lambda c: ("{} (first seed / all five: {})".format(SINGH_LN[c.ln][1] or "not reached",
                                                              SINGH_LN[c.ln][2])
                        if c.ln in SINGH_LN else "-")
     per_seed(root, name, paper, ref="off (No LN)")
-    summary(root)
 
 
 def subsets(runs, k=5):
