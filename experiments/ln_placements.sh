@@ -2,7 +2,8 @@
 # after test loss reaches 0.01 (steps-to-generalize is what the paper compares). Seeds are the outer
 # loop, so a partial run of the list still has every placement for the first seeds. --split-rng
 # singh: seed S trains on their code's split of seed S (REPRODUCTION: their split takes No LN from
-# "not in 10k steps" to 7510 against their 7807).
+# "not in 10k steps" to 7510 against their 7807). Their statistic (the seed-mean curve) can need
+# more: where slingshots keep a seed above 0.01 (M+A*), --resume the run without the stop to 10k.
 source "$(dirname "$0")/jobs.sh"
 OUT=runs/ln_placements
 SEEDS="456 789 111 222 333"
