@@ -226,7 +226,8 @@ def cleanup(root):
 
 
 SECTIONS = {  # name: (REPRODUCTION.md's heading, folder, what makes it, printer)
-    "placements": ("LN placements (Singh et al.)", "runs/ln_placements",
+    "placements": ("LN placements on their split, through the paper's 10k-step budget",
+                   "runs/ln_placements",
                    "bash experiments/ln_placements.sh --list | bash", placements),
     "early": ("LN placements on their split: the first 1000 steps", "runs/placements_1k",
               "python train.py --split-rng singh --seed 456 789 111 222 333 --steps 1000 "
