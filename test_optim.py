@@ -2,33 +2,19 @@
 Tests of optim.py's interventions and train.py's losses: each against a straightforward
 computation on a hand-made case (Grokfast's filters, ⊥Grad, Muon against torch.optim.Muon,
 Adam's coupled L2 against torch.optim.Adam, StableMax and its gradient, the collapse shares),
-training with every option on (resume and batched runs equal lone runs), and the statistics that
-compare runs (Mann-Whitney U, the baseline of a configuration, the seed-mean curve) and the
-tables that experiments/claims.py prints from run folders.
+and training with every option on (resume and batched runs equal lone runs).
 
     python -m pytest -q test_optim.py
 """
-import itertools
-import json
-import os
-import sys
-
 import numpy as np
 import pytest
 import torch
 
-import analyze as A
-
 from data import make_data
-from measures import fisher_exact, sign_test
 from model import Config, build_model
 from optim import AdamW, make_optimizer, orthogonal
 from test_train import DEVICES, quiet, small_cfg
 from train import collapse, loss_fn, main, train
-
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "experiments"))
-import claims  # noqa: E402
-import metrics_table  # noqa: E402
 
 
 def test_grokfast_ema_after_two_steps_equals_its_closed_form():
@@ -221,171 +207,3 @@ def test_dropout_drops_mlp_neurons_and_scales_the_rest():
     assert abs(kept.double().mean().item() - 0.5) < 0.02 and (h0 != 0).all()
     torch.testing.assert_close(h[kept], 2 * h0[kept])  # the others scaled by 1 / (1 - p)
     torch.testing.assert_close(cache["mlp_in"], off["mlp_in"])  # attention untouched
-
-
-def test_mann_whitney_by_its_definition():
-    rng = np.random.default_rng(0)
-    for n1, n2 in ((5, 5), (4, 7), (40, 35)):  # exact, exact, normal approximation
-        x, y = list(rng.integers(0, 20, n1)), list(rng.integers(5, 25, n2))
-        x[0] = None  # never generalized: later than everything
-        inf = lambda v: np.inf if v is None else v
-        pairs = sum((inf(a) > b) + 0.5 * (inf(a) == b) for a in x for b in y)
-        U, p = A.mann_whitney(x, y)
-        assert U == pairs and 0 < p <= 1
-    assert A.mann_whitney([1, 2, 3], [4, 5, 6]) == (0, pytest.approx(0.1))  # 2 of 20 splits
-    assert A.mann_whitney([1, 2, 3], [1, 2, 3])[1] == 1.0
-    same = list(range(60))
-    assert A.mann_whitney(same, same)[1] == pytest.approx(1.0)
-
-
-def test_fisher_and_sign_tests_by_enumeration():
-    # Fisher: which n1 of the n runs form group 1, every way equally likely, successes fixed
-    for a, n1, b, n2 in ((3, 4, 1, 4), (12, 13, 8, 13), (5, 8, 1, 10), (0, 3, 3, 3)):
-        runs = [1] * (a + b) + [0] * (n1 + n2 - a - b)
-        seen = [sum(runs[i] for i in g) for g in itertools.combinations(range(n1 + n2), n1)]
-        freq = {x: seen.count(x) for x in set(seen)}
-        p = sum(v for x, v in freq.items() if v <= freq[a]) / len(seen)
-        assert fisher_exact(a, n1, b, n2) == pytest.approx(p)
-    assert fisher_exact(3, 4, 1, 4) == pytest.approx(34 / 70)  # the tea-tasting table
-    for w, l in ((9, 3), (0, 6), (4, 4), (7, 1)):  # every sign pattern of the w + l pairs
-        wins = [sum(s) for s in itertools.product((0, 1), repeat=w + l)]
-        extreme = sum(min(k, w + l - k) <= min(w, l) for k in wins) / len(wins)
-        assert sign_test(w, l) == pytest.approx(min(1.0, extreme))
-
-
-def test_baseline_is_the_same_setting_without_intervention():
-    cfg = lambda **kw: Config(**kw)
-    groups = {"base": [(None, cfg(), None, None)], "ema": [(None, cfg(grokfast="ema"), None, None)],
-              "lr3": [(None, cfg(lr=3e-3), None, None)], "off": [(None, cfg(ln="off"), None, None)],
-              "ema-lr": [(None, cfg(grokfast="ema", lr=3e-4), None, None)]}
-    b = A.baselines(groups)
-    assert all(b[k] is groups["base"] for k in ("base", "ema", "lr3", "ema-lr"))
-    assert b["off"] is groups["off"]  # its own baseline: no other No LN configuration
-
-
-def test_seed_mean_curve_statistic_against_per_seed_steps():
-    steps = np.arange(0, 100, 10)
-    curve = lambda drop: np.where(steps >= drop, 0.001, 1.0)  # test loss falls at `drop`
-    runs = [(None, None, dict(step=steps, test_loss=curve(d)), None) for d in (20, 40, 90)]
-    # the mean is <= 0.01 only once every seed is below: (1 + 2 * 0.001) / 3 > 0.01 before
-    assert A.mean_curve_step(runs) == 90 and A.grok_steps(runs) == [20, 40, 90]
-    short = dict(step=steps[:4], test_loss=curve(20)[:4])  # stopped early: keeps its last value
-    assert A.mean_curve_step([(None, None, short, None), runs[1]]) == 40
-    never = (None, None, dict(step=steps, test_loss=curve(10 ** 9)), None)
-    assert claims.subsets(runs, 2) == [40, 90, 90]  # {20, 40}, {20, 90}, {40, 90}
-    assert claims.subsets(runs + [never], 3) == [90, None, None, None]
-
-
-def test_claims_prints_each_arm_seed_by_seed_from_the_run_folders(tmp_path, capsys, monkeypatch):
-    steps = np.arange(0, 1001, 100)
-    for seed, data_seed, grok in ((0, None, 300), (1, None, None), (0, 10000, 200),
-                                  (1, 10001, 700)):  # made-up runs: the step test loss hits 0.01
-        run = tmp_path / f"ln-off_{data_seed}_s{seed}"
-        run.mkdir()
-        (run / "config.json").write_text(json.dumps(
-            Config(ln="off", seed=seed, data_seed=data_seed, steps=1000).to_dict()))
-        loss = np.where(steps >= (grok or 10 ** 9), 0.005, 1.0)
-        np.savez(run / "metrics.npz", step=steps, test_loss=loss, test_acc=1 - loss)
-    monkeypatch.setitem(claims.SECTIONS, "coupling", ("c", str(tmp_path), "-", claims.coupling))
-    monkeypatch.setitem(claims.SECTIONS, "grids", ("g", str(tmp_path / "no"), "make it", print))
-    claims.main(["coupling", "grids"])
-    out = capsys.readouterr().out
-    assert "| coupled: split and init from one seed | s0: 300 / s1: - | 300 +- 0 (1/2) |" in out
-    assert "| independent: split from --data-seed | s0: 200 / s1: 700 | 450 +- 250 (2/2) | 700 |" \
-        in out  # the seed-mean curve is <= 0.01 only once both are
-    assert "coupled first in 0, later in 2, tied in 0 of 2 seeds (sign test p 0.500); reached " \
-        "0.01: 1 of 2 against 2 of 2 (Fisher exact p 1.000)" in out
-    assert "not on this machine; made by: make it" in out
-    claims.per_seed(str(tmp_path), lambda c: f"seed {c.seed}", ref="centre")  # ref not run here
-    out = capsys.readouterr().out
-    assert "vs centre (not among these runs): Mann-Whitney U / p |" in out \
-        and out.count(" / p ") == 1  # in the header only: no test
-    cut = dict(step=np.arange(0, 301, 100))  # a run interrupted before its budget
-    assert claims.unfinished(Config(steps=1000), cut) == "- (stopped at 300 of 1000)"
-    loss = np.array([1.0, 0.5, 6.0, 0.1, 0.9, 20.0])  # > 10x the evaluation before: 2
-    assert claims.jumps(np.arange(6) * 10, loss) == (2, 20)
-
-
-def test_claims_puts_singh_et_al_s_number_beside_each_placement(tmp_path, capsys):
-    steps = np.arange(0, 1001, 100)
-    for ln, seed, grok in (("pre", 1, 300), ("pre", 2, 500), ("off", 1, None)):
-        run = tmp_path / f"ln-{ln}_s{seed}"
-        run.mkdir()
-        (run / "config.json").write_text(json.dumps(Config(ln=ln, seed=seed).to_dict()))
-        loss = np.where(steps >= (grok or 10 ** 9), 0.005, 1.0)
-        np.savez(run / "metrics.npz", step=steps, test_loss=loss, test_acc=1 - loss)
-    claims.placements(str(tmp_path))
-    out = capsys.readouterr().out
-    assert "| off (No LN) | s1: - (stopped at 1000 of 10000) |" in out  # the reference: first
-    assert "| pre (M+A*) | s1: 300 / s2: 500 | 400 +- 100 (2/2) | 500 |" in out
-    assert "| 3525 (first seed / all five: 2360 / 3934) |" in out
-    assert "| 7807 (first seed / all five: 6328 / 7935) |" in out
-
-
-def test_claims_finds_singh_et_al_s_number_for_the_lr_and_wd_a_run_trains_with():
-    off = dict(ln="off")
-    assert claims.singh_number(Config(**off, lr=1e-2, fix_wd=True)) == "4470"  # wd 0.1
-    assert claims.singh_number(Config(**off, alpha=0.5, alpha_lr=True)) == "2021"  # lr 4e-3
-    assert claims.singh_number(Config(**off, alpha=0.5)) == "not reached"
-    assert claims.singh_number(Config(**off, wd=1.5)) == "6395"
-    assert claims.singh_number(Config(**off, wd=2.0)) == "-"  # not on their grid
-    assert claims.singh_number(Config(ln="pre")) == "-"
-    assert claims.singh_number(Config(**off, n_layers=3, d_model=64)) == "-"
-    half = Config(**off, alpha=0.5, alpha_lr=True)
-    assert claims.singh_label(half) == "lr 0.004, wd 1, alpha 0.5"
-    assert claims.singh_label(Config(ln="pre", n_layers=3, d_model=64, d_mlp=256, lr=1e-2,
-                                     fix_wd=True)) \
-        == "ln pre, n_layers 3, d_model 64, d_mlp 256: lr 0.01, wd 0.1, alpha 1"
-    assert claims.singh_label(Config(**off, alpha=2, eps=0.0, init="kaiming")) \
-        == "eps 0, init kaiming: lr 0.001, wd 1, alpha 2"
-
-
-def test_claims_early_prints_both_definitions_at_step_1000(monkeypatch, capsys):
-    step = np.array([0, 500, 1500])  # step 1000 lies between two checkpoints: interpolated
-    runs = {f"r/ln-{ln}_s{s}": (Config(ln=ln, seed=s), {}, dict(
-        step=step, attn_entropy=np.array([1.0, 0.8 + s / 10, 0.4 + s / 10]),
-        attn_entropy_per_head=np.full(3, 0.1), sr_train=np.full(3, 5.0),
-        sr_train_ln=np.array([3.0, 3.0, 1.0]))) for ln in ("pre", "attn-pre-qk") for s in (0, 2)}
-    monkeypatch.setattr(claims, "load", lambda root, analysed=False: runs)
-    claims.early("r")
-    out = capsys.readouterr().out
-    row = "| ln=attn-pre-qk | 0.700 +- 0.100 | 0.100 +- 0.000 | 5.000 +- 0.000 | 2.000 +- 0.000 |"
-    assert row in out
-
-
-def test_metrics_table_tests_both_step_counts_against_the_setting_baseline(tmp_path, capsys):
-    steps = np.arange(0, 1001, 100)
-    arms = {"base": ({}, (500, 600, 700), 100), "ema": (dict(grokfast="ema"), (100, 200, 300), 600)}
-    for name, (kw, at, lag) in arms.items():  # made-up: acc >= 0.95 at t, loss <= 0.01 at t+lag
-        for seed, t in enumerate(at):
-            run = tmp_path / f"{name}_s{seed}"
-            run.mkdir()
-            (run / "config.json").write_text(json.dumps(Config(seed=seed, **kw).to_dict()))
-            np.savez(run / "metrics.npz", step=steps, test_acc=np.where(steps >= t, 1.0, 0.0),
-                     test_loss=np.where(steps >= t + lag, 0.005, 1.0), collapse=0 * steps)
-    metrics_table.main(str(tmp_path))
-    out = capsys.readouterr().out
-    ema = next(line for line in out.splitlines() if "grokfast=ema" in line)
-    base = next(line for line in out.splitlines() if "grokfast=none" in line)
-    # accuracy: every EMA seed before every baseline seed, U = 0, p = 2 / C(6, 3); loss: EMA at
-    # 700 / 800 / 900 against 600 / 700 / 800, U = 1.5 + 2.5 + 3 = 7 (ties count a half)
-    assert "200 +- 82 (3/3) | 800 +- 82 (3/3)" in ema
-    assert "| U 0 / p 0.100 ; U 7 / p " in ema and base.endswith("| - |")
-    assert (tmp_path / "figures" / "steps_to_generalize.png").stat().st_size > 10000
-
-
-def test_metrics_table_recomputes_a_stablemax_runs_test_loss_as_softmax_cross_entropy(tmp_path):
-    cfg = small_cfg(steps=20, ckpt_every=10, loss="stablemax")
-    train(cfg, str(tmp_path / "sm"), log=quiet)
-    steps, loss = metrics_table.softmax_test_loss(str(tmp_path / "sm"), cfg)
-    _, _, x_te, y_te = make_data(cfg)
-    model = build_model(cfg).double()
-    for s, got in zip(steps, loss):  # independent: a plain forward and torch's cross-entropy
-        ck = torch.load(tmp_path / "sm" / "ckpt" / f"step_{s:06d}.pt", weights_only=True)
-        model.load_state_dict(ck["model"])
-        with torch.no_grad():
-            want = torch.nn.functional.cross_entropy(model(x_te), y_te)
-        assert abs(got - float(want)) < 1e-9 * max(1, float(want))
-    assert list(steps) == [0, 10, 20]
-    m = np.load(tmp_path / "sm" / "metrics.npz")  # what it trained on: StableMax, not softmax
-    assert abs(m["test_loss"][-1] - loss[-1]) > 1e-6

@@ -20,6 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import analyze as A  # noqa: E402
 import metrics_table  # noqa: E402
 import minibatch_table  # noqa: E402
+from data import Stop  # noqa: E402
 from measures import fisher_exact, sign_test  # noqa: E402
 from model import Config  # noqa: E402
 from optim import schedule  # noqa: E402
@@ -27,11 +28,14 @@ from train import first_below  # noqa: E402
 
 
 def load(root, analysed=False):
-    """{run: (cfg, metrics, analysis)} of the runs right below root."""
+    """{run: (cfg, metrics, analysis)} of the runs right below root. A run without checkpoints
+    (a copy in reproduction/) brings the analysis.npz it was copied with."""
     done = {}
     for run in sorted(map(os.path.dirname, glob.glob(os.path.join(root, "*", "metrics.npz")))):
         cfg = Config.from_dict(json.load(open(os.path.join(run, "config.json"))))
-        res = A.analyse_run(run, log=lambda *_: None) if analysed else {}
+        kept = os.path.join(run, "analysis.npz")
+        res = {} if not analysed else A.analyse_run(run, log=lambda *_: None) if glob.glob(
+            os.path.join(run, "ckpt", "*.pt")) or not os.path.exists(kept) else dict(np.load(kept))
         done[run] = (cfg, dict(np.load(os.path.join(run, "metrics.npz"))), res)
     return done
 
@@ -139,6 +143,75 @@ def placements(root):
     per_seed(root, name, paper, ref="off (No LN)")
 
 
+# Singh et al.'s released 5-seed mean curves (layernorm-grok commit 7ea0e10, notebooks/: C_Fourier
+# data/trf-1l_lecun_fourier_colvar.csv, every 200 steps; attention entropy
+# check_data/attn_ln_analysis.csv, every 200 steps, seeds not named; SR-train `train/spec_loss`
+# of check_data/{ln,none}_mem_train_loss.csv and attn_v_mlp_mem_train.csv, every step): at step
+# 1000, the maximum and its step, at their statistic's step (linear between logged steps), at 10k.
+SINGH_CURVES = {
+    ("c_fourier", "off"): (0.186, 3.35, 10000, 2.39, 3.35),
+    ("c_fourier", "mlp-pre"): (0.367, 2.24, 4000, 0.709, 1.65),
+    ("c_fourier", "pre"): (0.0556, 2.53, 4000, 2.42, 2.27),
+    ("c_fourier", "attn-pre"): (0.0876, 1.06, 5600, 0.625, 0.451),
+    ("attn_entropy", "off"): (0.768, 1.10, 1, 0.965, 0.964),
+    ("attn_entropy", "mlp-pre"): (1.10, 1.10, 2800, 1.10, 1.10),
+    ("attn_entropy", "attn-pre"): (0.859, 1.08, 1, 0.968, 0.993),
+    ("attn_entropy", "pre-v"): (1.06, 1.10, 9800, 1.06, 1.10),
+    ("attn_entropy", "attn-pre-v"): (0.962, 1.10, 1, 0.968, 0.965),
+    ("attn_entropy", "attn-pre-qk"): (0.603, 1.08, 1, None, 0.770),
+    ("sr_train", "off"): (3.97, 6.12, 3579, 3.78, 3.28),
+    ("sr_train", "mlp-pre"): (3.93, 4.74, 1, 4.05, 2.68),
+    ("sr_train", "pre"): (4.93, 8.11, 6114, 5.29, 6.66),
+    ("sr_train", "attn-pre"): (4.59, 4.87, 9560, 4.69, 4.79),
+    ("sr_train", "attn-pre-v"): (4.44, 5.47, 8058, 4.67, 5.04)}
+
+
+def curve_points(step, v, g):
+    """A curve at step 1000, its maximum and where, at step g (None: not reached; linear between
+    the steps it has) and at its last step: SINGH_CURVES' columns, the last step added."""
+    i = int(np.argmax(v))
+    at = lambda s: float(np.interp(s, step, v))
+    return at(A.AT), float(v[i]), int(step[i]), None if g is None else at(g), float(v[-1]), \
+        int(step[-1])
+
+
+def rise_and_fall(step, v, grok, after=1000):
+    """(maximum before `grok`, value `after` steps later) of one seed's curve, or None."""
+    return None if grok is None else (float(np.max(v[step <= grok])),
+                                      float(np.interp(grok + after, step, v)))
+
+
+def placement_measures(root):
+    """Singh et al.'s measures under their definitions (C_Fourier, attention entropy of
+    head-averaged weights, SR-train with every LN removed) on the seed-mean curve of each
+    placement, through the run, beside their released curves; then SR-train seed by seed."""
+    groups = {}
+    for run, (cfg, m, r) in load(root, analysed=True).items():
+        groups.setdefault(cfg.ln, []).append((run, cfg, m, r))
+    f = lambda x: "-" if x is None else f"{x:.3g}"
+    rows, falls = [], []
+    for ln, runs in sorted(groups.items(), key=lambda kv: kv[0] != "off"):
+        runs.sort(key=lambda x: x[1].seed)
+        g, step = A.mean_curve_step(runs), max((r["step"] for *_, r in runs), key=len)
+        for k in ("c_fourier", "attn_entropy", "sr_train"):
+            v = np.mean([np.interp(step, r["step"], r[k]) for *_, r in runs], 0)
+            a, mx, smx, ag, last, sl = curve_points(step, v, g)
+            p = SINGH_CURVES.get((k, ln))
+            rows.append([f"{ln} ({SINGH_LN[ln][0]})", k, str(g or "not reached"), f(a),
+                         f"{f(mx)} at {smx}", f(ag), f"{f(last)} at {sl}",
+                         "not in their data" if p is None else
+                         f"{f(p[0])} / {f(p[1])} at {p[2]} / {f(p[3])} / {f(p[4])}"])
+        seeds = [(c.seed, rise_and_fall(r["step"], r["sr_train"],
+                                        first_below(m["step"], m["test_loss"])))
+                 for _, c, m, r in runs]
+        falls.append([f"{ln} ({SINGH_LN[ln][0]})", " / ".join(
+            f"s{s}: " + ("never" if x is None else f"{x[0]:.2f} -> {x[1]:.2f}") for s, x in seeds)])
+    print(A.markdown(["placement", "measure", "seed-mean test loss <= 0.01 at", "at 1000",
+                      "max", "at the seed-mean step", "last",
+                      "paper (released mean curve): at 1000 / max / at their step / at 10k"], rows))
+    print(A.markdown(["placement", "SR-train per seed: max before test loss <= 0.01 -> 1000 "
+                      "steps after"], falls))
+
 def subsets(runs, k=5):
     """Singh et al.'s statistic (the seed-mean curve's step, or None) of every k of the runs."""
     return [A.mean_curve_step(list(c)) for c in itertools.combinations(runs, k)]
@@ -229,6 +302,10 @@ SECTIONS = {  # name: (REPRODUCTION.md's heading, folder, what makes it, printer
     "placements": ("LN placements on their split, through the paper's 10k-step budget",
                    "runs/ln_placements",
                    "bash experiments/ln_placements.sh --list | bash", placements),
+    "placement_measures": ("LN placements on their split: Singh et al.'s measures through "
+                           "the run", "runs/ln_placements",
+                           "bash experiments/ln_placements.sh --list | bash; python analyze.py "
+                           "runs/ln_placements", placement_measures),
     "early": ("LN placements on their split: the first 1000 steps", "runs/placements_1k",
               "python train.py --split-rng singh --seed 456 789 111 222 333 --steps 1000 "
               "--out runs/placements_1k --ln L  # L = off; then the six others at once", early),
@@ -277,7 +354,10 @@ def main(argv):
         heading, root, make, show = SECTIONS[n]
         print(f"## {heading} ({root})\n")
         if glob.glob(os.path.join(root, "*", "metrics.npz")):
-            show(root)
+            try:
+                show(root)
+            except Stop as e:  # a run without checkpoints or analysis: one line, not a traceback
+                sys.exit(f"error: {e}")
         else:
             print(f"not on this machine; made by: {make}\n")
 
