@@ -202,6 +202,8 @@ def test_curve_points_and_sr_train_fall_by_hand(monkeypatch, capsys):
     assert claims.curve_points(step, v, None)[3] is None
     assert claims.rise_and_fall(step, v, 2000) == (5.0, 1.5)  # max up to 2000, then at 3000
     assert claims.rise_and_fall(step, v, None) is None
+    assert claims.rise_and_fall(step, v, 2500) == (5.0, None)  # 1000 steps later: past the end
+    assert claims.curve_points(step[:2], v[:2], 1250)[::3] == (None, None)  # ended at 500
     m = lambda g: dict(step=step, test_loss=np.where(step >= g, 0.001, 1.0))
     runs = {f"r/ln-off_s{s}": (Config(ln="off", seed=s), m(g), dict(
         step=step, c_fourier=v * s, attn_entropy=v, sr_train=v + s)) for s, g in ((1, 1000),
@@ -211,7 +213,13 @@ def test_curve_points_and_sr_train_fall_by_hand(monkeypatch, capsys):
     out = capsys.readouterr().out  # seed-mean curve <= 0.01 once both seeds are: 2000
     assert "| off (No LN) | c_fourier | 2000 | 6 | 10 at 1500 | 8 | 3 at 3000 | " \
            "0.186 / 3.35 at 10000 / 2.39 / 3.35 |" in out
-    assert "| off (No LN) | s1: 4.00 -> 5.00 / s3: 8.00 -> 4.50 |" in out
+    assert "| off (No LN) | s1: 4.00 -> 5 / s3: 8.00 -> 4.5 |" in out
+    runs = {f"r/ln-post_s{s}": (Config(ln="post", seed=s), m(g), dict(  # not in the paper
+        step=step, c_fourier=v, attn_entropy=v, sr_train=v)) for s, g in ((1, 2500), (2, 10 ** 9))}
+    claims.placement_measures("r")
+    out = capsys.readouterr().out
+    assert "| post (not in the paper) | sr_train | not reached | 3 | 5 at 1500 | - | 1.5 at 3000 " \
+           "| not in their data |" in out and "| s1: 5.00 -> - / s2: never |" in out
 
 
 def test_a_copied_run_brings_its_analysis_and_a_bare_one_says_it_has_no_checkpoints(

@@ -33,9 +33,12 @@ def load(root, analysed=False):
     done = {}
     for run in sorted(map(os.path.dirname, glob.glob(os.path.join(root, "*", "metrics.npz")))):
         cfg = Config.from_dict(json.load(open(os.path.join(run, "config.json"))))
-        kept = os.path.join(run, "analysis.npz")
-        res = {} if not analysed else A.analyse_run(run, log=lambda *_: None) if glob.glob(
-            os.path.join(run, "ckpt", "*.pt")) or not os.path.exists(kept) else dict(np.load(kept))
+        kept, res = os.path.join(run, "analysis.npz"), {}
+        if analysed and not glob.glob(os.path.join(run, "ckpt", "step_*.pt")) \
+                and os.path.exists(kept):
+            res = dict(np.load(kept))
+        elif analysed:
+            res = A.analyse_run(run, log=lambda *_: None)
         done[run] = (cfg, dict(np.load(os.path.join(run, "metrics.npz"))), res)
     return done
 
@@ -132,15 +135,19 @@ SINGH_LN = {"off": ("No LN", 7807, "6328 / 7935"), "mlp-pre": ("M", 1425, "809 /
             "attn-pre-qk": ("A^qk", 0, "-")}
 
 
+def singh_name(ln):
+    """A placement's flag and the paper's name for it."""
+    return f"{ln} ({SINGH_LN.get(ln, ('not in the paper',))[0]})"
+
+
 def placements(root):
     """experiments/ln_placements.sh: per_seed with Singh et al.'s numbers beside, each against
     No LN. The measures (C_Fourier, attention entropy, ...) are analyze.py's summary of the
     folder (`python analyze.py runs/ln_placements`), which analyses every checkpoint first."""
-    name = lambda c: f"{c.ln} ({SINGH_LN.get(c.ln, ('not in the paper',))[0]})"
     paper = lambda c: ("{} (first seed / all five: {})".format(SINGH_LN[c.ln][1] or "not reached",
                                                              SINGH_LN[c.ln][2])
                        if c.ln in SINGH_LN else "-")
-    per_seed(root, name, paper, ref="off (No LN)")
+    per_seed(root, lambda c: singh_name(c.ln), paper, ref="off (No LN)")
 
 
 # Singh et al.'s released 5-seed mean curves (layernorm-grok commit 7ea0e10, notebooks/: C_Fourier
@@ -167,50 +174,54 @@ SINGH_CURVES = {
 
 
 def curve_points(step, v, g):
-    """A curve at step 1000, its maximum and where, at step g (None: not reached; linear between
-    the steps it has) and at its last step: SINGH_CURVES' columns, the last step added."""
-    i = int(np.argmax(v))
-    at = lambda s: float(np.interp(s, step, v))
-    return at(A.AT), float(v[i]), int(step[i]), None if g is None else at(g), float(v[-1]), \
-        int(step[-1])
+    """A curve at step 1000, its maximum and where, at step g (linear between the steps it has;
+    None: g is None, or past the curve's end) and at its last step: SINGH_CURVES' columns, the
+    last step added."""
+    i, c = int(np.argmax(v)), dict(step=step, v=v)
+    return (A.at(c, "v"), float(v[i]), int(step[i]), None if g is None else A.at(c, "v", g),
+            float(v[-1]), int(step[-1]))
 
 
 def rise_and_fall(step, v, grok, after=1000):
-    """(maximum before `grok`, value `after` steps later) of one seed's curve, or None."""
-    return None if grok is None else (float(np.max(v[step <= grok])),
-                                      float(np.interp(grok + after, step, v)))
+    """(maximum up to `grok`, value `after` steps later or None past the curve's end) of one
+    seed's curve; None if it never got there."""
+    if grok is None:
+        return None
+    return float(np.max(v[step <= grok])), A.at(dict(step=step, v=v), "v", grok + after)
 
 
 def placement_measures(root):
     """Singh et al.'s measures under their definitions (C_Fourier, attention entropy of
     head-averaged weights, SR-train with every LN removed) on the seed-mean curve of each
-    placement, through the run, beside their released curves; then SR-train seed by seed."""
+    placement, through the run, beside their released curves; then SR-train seed by seed.
+    The runs of root differ only in --ln and --seed (experiments/ln_placements.sh)."""
     groups = {}
     for run, (cfg, m, r) in load(root, analysed=True).items():
         groups.setdefault(cfg.ln, []).append((run, cfg, m, r))
-    f = lambda x: "-" if x is None else f"{x:.3g}"
+    num = lambda x: "-" if x is None else f"{x:.3g}"
     rows, falls = [], []
     for ln, runs in sorted(groups.items(), key=lambda kv: kv[0] != "off"):
         runs.sort(key=lambda x: x[1].seed)
         g, step = A.mean_curve_step(runs), max((r["step"] for *_, r in runs), key=len)
         for k in ("c_fourier", "attn_entropy", "sr_train"):
-            v = np.mean([np.interp(step, r["step"], r[k]) for *_, r in runs], 0)
-            a, mx, smx, ag, last, sl = curve_points(step, v, g)
+            mean = np.mean([np.interp(step, r["step"], r[k]) for *_, r in runs], 0)
+            at1k, top, top_step, at_g, last, last_step = curve_points(step, mean, g)
             p = SINGH_CURVES.get((k, ln))
-            rows.append([f"{ln} ({SINGH_LN[ln][0]})", k, str(g or "not reached"), f(a),
-                         f"{f(mx)} at {smx}", f(ag), f"{f(last)} at {sl}",
+            rows.append([singh_name(ln), k, str(g or "not reached"), num(at1k),
+                         f"{num(top)} at {top_step}", num(at_g), f"{num(last)} at {last_step}",
                          "not in their data" if p is None else
-                         f"{f(p[0])} / {f(p[1])} at {p[2]} / {f(p[3])} / {f(p[4])}"])
-        seeds = [(c.seed, rise_and_fall(r["step"], r["sr_train"],
-                                        first_below(m["step"], m["test_loss"])))
-                 for _, c, m, r in runs]
-        falls.append([f"{ln} ({SINGH_LN[ln][0]})", " / ".join(
-            f"s{s}: " + ("never" if x is None else f"{x[0]:.2f} -> {x[1]:.2f}") for s, x in seeds)])
+                         f"{num(p[0])} / {num(p[1])} at {p[2]} / {num(p[3])} / {num(p[4])}"])
+        seeds = [(c.seed, rise_and_fall(r["step"], r["sr_train"], s))
+                 for (_, c, _, r), s in zip(runs, A.grok_steps(runs))]
+        falls.append([singh_name(ln), " / ".join(
+            f"s{s}: " + ("never" if x is None else f"{x[0]:.2f} -> {num(x[1])}")
+            for s, x in seeds)])
     print(A.markdown(["placement", "measure", "seed-mean test loss <= 0.01 at", "at 1000",
                       "max", "at the seed-mean step", "last",
                       "paper (released mean curve): at 1000 / max / at their step / at 10k"], rows))
     print(A.markdown(["placement", "SR-train per seed: max before test loss <= 0.01 -> 1000 "
-                      "steps after"], falls))
+                      "steps after (-: the run ended before)"], falls))
+
 
 def subsets(runs, k=5):
     """Singh et al.'s statistic (the seed-mean curve's step, or None) of every k of the runs."""
@@ -350,16 +361,20 @@ def main(argv):
     bad = [n for n in names if n not in SECTIONS]
     if bad:
         sys.exit(f"error: unknown section {bad[0]}; choose from {', '.join(SECTIONS)}")
+    errors = []
     for n in names:
         heading, root, make, show = SECTIONS[n]
         print(f"## {heading} ({root})\n")
         if glob.glob(os.path.join(root, "*", "metrics.npz")):
             try:
                 show(root)
-            except Stop as e:  # a run without checkpoints or analysis: one line, not a traceback
-                sys.exit(f"error: {e}")
+            except Stop as e:  # a run it cannot read: say which, go on with the other sections
+                errors.append(str(e))
+                print(f"error: {e}\n")
         else:
             print(f"not on this machine; made by: {make}\n")
+    if errors:
+        sys.exit(f"error: {'; '.join(errors)}")
 
 
 if __name__ == "__main__":
