@@ -142,8 +142,7 @@ def singh_name(ln):
 
 def placements(root):
     """experiments/ln_placements.sh: per_seed with Singh et al.'s numbers beside, each against
-    No LN. The measures (C_Fourier, attention entropy, ...) are analyze.py's summary of the
-    folder (`python analyze.py runs/ln_placements`), which analyses every checkpoint first."""
+    No LN. Their measures through the run, beside the released curves: placement_measures."""
     paper = lambda c: ("{} (first seed / all five: {})".format(SINGH_LN[c.ln][1] or "not reached",
                                                              SINGH_LN[c.ln][2])
                        if c.ln in SINGH_LN else "-")
