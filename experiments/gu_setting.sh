@@ -6,10 +6,12 @@ OUT=runs/gu_setting
 jobs() { for s in 0 1 2; do
   run="python train.py --preset gu --seed $s --out $OUT"
   # Table 1 / Fig. 3: squares {a, b <= k} (rec.py) and strips {a <= k} with b on tokens 60..156
-  # (str.py); one strip on a shared vocabulary, where a 0..k still occur as the second operand
-  for k in 40 50 60 67; do echo "$run --split square --hole $k"; done
-  for k in 40 50 60 67; do echo "$run --split strip --hole $k --b-offset 60"; done
-  echo "$run --split strip --hole 40"
+  # (str.py); one strip on a shared vocabulary, where a 0..k still occur as the second operand.
+  # A hole run stops 1000 steps after test loss 0.01 (the hole learned: best accuracy ~1)
+  hole="$run --stop-after-grok 1000"
+  for k in 40 50 60 67; do echo "$hole --split square --hole $k"; done
+  for k in 40 50 60 67; do echo "$hole --split strip --hole $k --b-offset 60"; done
+  echo "$hole --split strip --hole 40"
   # Fig. 2, depth (base.py: 2 layers, frac 0.5), and Fig. 5, MED against test loss on four
   # primes (base.py loops over p_list = [97]; the other three primes are ours)
   for n in 1 2 3; do echo "$run --n-layers $n --frac 0.5"; done
