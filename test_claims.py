@@ -237,3 +237,24 @@ def test_a_copied_run_brings_its_analysis_and_a_bare_one_says_it_has_no_checkpoi
     np.savez(run / "analysis.npz", step=np.arange(3), sr_train=np.full(3, 4.0))
     _, _, r = claims.load(str(tmp_path), analysed=True)[str(run)]
     assert list(r["sr_train"]) == [4.0] * 3
+
+
+def test_holes_prints_each_hole_run_seed_by_seed_from_its_analysis(tmp_path, capsys):
+    steps = np.arange(0, 301, 100)
+    for name, kw, loss in (("sq", dict(split="square", hole=2), [2.0, 1.0, 0.005, 0.004]),
+                           ("st", dict(split="strip", hole=1, b_offset=9), [2.0, 1.5, 1.2, 1.1]),
+                           ("rand", {}, [2.0, 0.1, 0.001, 0.001])):  # no hole: not listed
+        run = tmp_path / name
+        run.mkdir()
+        (run / "config.json").write_text(json.dumps(Config(p=7, steps=300, **kw).to_dict()))
+        np.savez(run / "metrics.npz", step=steps, test_loss=np.array(loss),
+                 test_acc=np.array([0.1, 0.5, 0.99, 0.98]))
+        np.savez(run / "analysis.npz", step=steps, hole_acc=np.array([0.0, 0.2, 0.9, 0.8]),
+                 rest_acc=np.full(4, 0.95), hole_bound=np.array(0.6))
+    claims.holes(str(tmp_path))
+    out = capsys.readouterr().out
+    # square k=2 of p=7: 3 x 3 pairs; strip k=1: 2 rows of 7
+    assert "| square k=2, one vocabulary | 0 | 9 | 200 | 0.990 | 0.980 | 0.800 / 0.900 | 0.950 " \
+           "| 0.600 | 300 |" in out
+    assert "| strip k=1, b on tokens 9+ | 0 | 14 | - |" in out
+    assert sum(line.startswith("|") for line in out.splitlines()) == 4  # header, rule, 2 runs

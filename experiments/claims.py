@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import analyze as A  # noqa: E402
 import metrics_table  # noqa: E402
 import minibatch_table  # noqa: E402
-from data import Stop  # noqa: E402
+from data import Stop, hole_mask  # noqa: E402
 from measures import fisher_exact, sign_test  # noqa: E402
 from model import Config  # noqa: E402
 from optim import schedule  # noqa: E402
@@ -294,6 +294,33 @@ def regularizers(root):
                       "steps run"], rows))
 
 
+def holes(root):
+    """Gu et al.'s dug-out training sets, seed by seed: when test loss (hole included) reaches
+    0.01, the accuracy in the hole (last and best checkpoint), on the rest of the test set, and
+    the bound on test accuracy if the hole is never learned (1 - |hole| / |test|)."""
+    rows = []
+    for run, (c, m, r) in load(root, analysed=True).items():
+        if c.split in ("square", "strip"):
+            vocab = f"b on tokens {c.b_offset}+" if c.b_offset else "one vocabulary"
+            rows.append([f"{c.split} k={c.hole}, {vocab}", str(c.seed),
+                         str(int(hole_mask(c).sum())),
+                         str(first_below(m["step"], m["test_loss"]) or unfinished(c, m)),
+                         f"{np.max(m['test_acc']):.3f}", f"{m['test_acc'][-1]:.3f}",
+                         f"{r['hole_acc'][-1]:.3f} / {np.max(r['hole_acc']):.3f}",
+                         f"{r['rest_acc'][-1]:.3f}", f"{float(r['hole_bound']):.3f}",
+                         str(int(m["step"][-1]))])
+    print(A.markdown(["training set", "seed", "pairs dug out", "test loss <= 0.01 at",
+                      "best test acc", "final test acc", "acc in hole: last / best checkpoint",
+                      "acc, rest of test: last", "bound if the hole is never learned",
+                      "steps run"], rows))
+
+
+def gu_runs(root):
+    """The hole runs seed by seed, then analyze.py's summary of every run."""
+    holes(root)
+    summary(root)
+
+
 def cleanup(root):
     """Nanda et al.'s mainline through cleanup: key frequencies, the neuron and logit fits,
     and the progress measures every 4th checkpoint."""
@@ -338,12 +365,12 @@ SECTIONS = {  # name: (REPRODUCTION.md's heading, folder, what makes it, printer
                 "python train.py --preset nanda --seed 0 --steps 16000 --out runs/nanda_cleanup",
                 cleanup),
     "gu": ("Dug-out training sets, a^2+ab+b^2 and depth (Gu et al.)", "runs/gu",
-           "bash experiments/gu.sh --list | bash", summary),
+           "bash experiments/gu.sh --list | bash", gu_runs),
     "gu_setting": ("Gu et al. in their code's setting", "runs/gu_setting",
-                   "bash experiments/gu_setting.sh --batched | bash", summary),
+                   "bash experiments/gu_setting.sh --batched | bash", gu_runs),
     "gu_preview": ("Gu et al.'s strip, a first look", "runs/gu_preview",
                    "python train.py --preset gu --seed 0 --split strip --hole 40 [--b-offset 60] "
-                   "--steps 10000 --out runs/gu_preview", summary),
+                   "--steps 10000 --out runs/gu_preview", gu_runs),
     "embedding": ("Embedding-MLP (AlQuabeh et al.)", "runs/embedding",
                   "bash experiments/embedding.sh --list | bash", summary),
     "minibatch": ("Embedding-MLP with mini-batches (AlQuabeh et al.)", "runs/minibatch",
