@@ -50,8 +50,7 @@ def summary(root):
 
 
 def unfinished(cfg, m):
-    """The entry of a run that has not reached test loss 0.01: '-' if it ran its budget, else
-    where it stopped (a run interrupted, to be finished with --resume)."""
+    """A run short of test loss 0.01: '-' if it ran its budget, else where it stopped (--resume)."""
     last = int(m["step"][-1])
     return "-" if last >= cfg.steps else f"- (stopped at {last} of {cfg.steps})"
 
@@ -122,8 +121,7 @@ def singh_number(cfg):
 
 
 def grids(root):
-    """experiments/singh_grids.sh: per_seed with Singh et al.'s numbers beside, each point
-    against their centre (lr 1e-3, wd 1, alpha 1)."""
+    """singh_grids.sh: per_seed, Singh et al.'s numbers beside, against lr 1e-3, wd 1, alpha 1."""
     per_seed(root, singh_label, singh_number, ref="lr 0.001, wd 1, alpha 1")
 
 
@@ -173,9 +171,8 @@ SINGH_CURVES = {
 
 
 def curve_points(step, v, g):
-    """A curve at step 1000, its maximum and where, at step g (linear between the steps it has;
-    None: g is None, or past the curve's end) and at its last step: SINGH_CURVES' columns, the
-    last step added."""
+    """A curve at step 1000, its maximum and where, at step g (linear between its steps; None: g
+    is None or past the end) and at its last step: SINGH_CURVES' columns and the last step."""
     i, c = int(np.argmax(v)), dict(step=step, v=v)
     return (A.at(c, "v"), float(v[i]), int(step[i]), None if g is None else A.at(c, "v", g),
             float(v[-1]), int(step[-1]))
@@ -272,8 +269,7 @@ def early(root):
 
 
 def jumps(step, loss, factor=10):
-    """Slingshots as counted here: evaluations whose train loss is > factor x the one before.
-    Returns (how many, the first one's step or None)."""
+    """Slingshots: (how many evaluations have train loss > factor x the one before, first step)."""
     up = np.nonzero(loss[1:] > factor * loss[:-1])[0] + 1
     return len(up), (int(step[up[0]]) if len(up) else None)
 
