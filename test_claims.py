@@ -251,10 +251,27 @@ def test_holes_prints_each_hole_run_seed_by_seed_from_its_analysis(tmp_path, cap
                  test_acc=np.array([0.1, 0.5, 0.99, 0.98]))
         np.savez(run / "analysis.npz", step=steps, hole_acc=np.array([0.0, 0.2, 0.9, 0.8]),
                  rest_acc=np.full(4, 0.95), hole_bound=np.array(0.6))
-    claims.holes(str(tmp_path))
+    claims.gu_table.main(str(tmp_path))
     out = capsys.readouterr().out
     # square k=2 of p=7: 3 x 3 pairs; strip k=1: 2 rows of 7
     assert "| square k=2, one vocabulary | 0 | 9 | 200 | 0.990 | 0.980 | 0.800 / 0.900 | 0.950 " \
            "| 0.600 |" in out
     assert "| strip k=1, b on tokens 9+ | 0 | 14 | - |" in out
     assert sum(line.startswith("|") for line in out.splitlines()) == 4  # header, rule, 2 runs
+
+
+def test_uniformity_reads_each_spread_at_its_steps_for_runs_without_a_hole(tmp_path, capsys):
+    steps = np.array([0, 1000, 2000, 6000])
+    for name, kw in (("wd0", dict(wd=0.0)), ("sq", dict(split="square", hole=2))):
+        run = tmp_path / name
+        run.mkdir()
+        (run / "config.json").write_text(json.dumps(Config(p=7, steps=6000, **kw).to_dict()))
+        np.savez(run / "metrics.npz", step=steps, test_loss=np.ones(4), test_acc=np.zeros(4))
+        np.savez(run / "analysis.npz", step=steps, norm_spread=np.array([0.1, 0.2, 0.4, 0.8]),
+                 diff_spread=np.array([1.0, 0.5, 0.3, 0.2]), med=np.array([2.0, 1.0, 0.6, 0.5]),
+                 hole_acc=np.zeros(4), rest_acc=np.zeros(4), hole_bound=np.array(0.5))
+    claims.gu_table.uniformity(claims.load(str(tmp_path), analysed=True))
+    rows = [r for r in capsys.readouterr().out.splitlines() if r.startswith("| wd")]
+    # step 5000 lies between 2000 and 6000: 3/4 of the way
+    assert rows == ["| wd 0, 1 layer(s), frac 0.3, p 7 | 0 | 6000 | 0.100 / 0.200 / 0.700 / "
+                    "0.800 | 1.000 / 0.500 / 0.225 / 0.200 | 2.000 / 1.000 / 0.525 / 0.500 |"]

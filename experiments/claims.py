@@ -20,7 +20,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import analyze as A  # noqa: E402
 import metrics_table  # noqa: E402
 import minibatch_table  # noqa: E402
-from data import Stop, hole_mask  # noqa: E402
+import gu_table  # noqa: E402
+from gu_table import unfinished  # noqa: E402
+from data import Stop  # noqa: E402
 from measures import fisher_exact, sign_test  # noqa: E402
 from model import Config  # noqa: E402
 from optim import schedule  # noqa: E402
@@ -47,12 +49,6 @@ def summary(root):
     """analyze.py's summary table (runs/summary.md), every column."""
     groups, _ = A.group_runs(load(root, analysed=True))
     print(A.markdown(A.HEADER, A.summary_rows(groups)))
-
-
-def unfinished(cfg, m):
-    """A run short of test loss 0.01: '-' if it ran its budget, else where it stopped (--resume)."""
-    last = int(m["step"][-1])
-    return "-" if last >= cfg.steps else f"- (stopped at {last} of {cfg.steps})"
 
 
 def per_seed(root, arm=None, paper=None, ref=None):
@@ -290,26 +286,8 @@ def regularizers(root):
                       "steps run"], rows))
 
 
-def holes(root):
-    """Gu et al.'s dug-out training sets, seed by seed: is the hole learned, and the bound on
-    test accuracy if it never is (1 - |hole| / |test|)."""
-    rows = []
-    for run, (c, m, r) in load(root, analysed=True).items():
-        if c.split in ("square", "strip"):
-            vocab = f"b on tokens {c.b_offset}+" if c.b_offset else "one vocabulary"
-            rows.append([f"{c.split} k={c.hole}, {vocab}", str(c.seed),
-                         str(int(hole_mask(c).sum())),
-                         str(first_below(m["step"], m["test_loss"]) or unfinished(c, m)),
-                         *(f"{v:.3f}" for v in (np.max(m["test_acc"]), m["test_acc"][-1])),
-                         f"{r['hole_acc'][-1]:.3f} / {np.max(r['hole_acc']):.3f}",
-                         f"{r['rest_acc'][-1]:.3f}", f"{float(r['hole_bound']):.3f}"])
-    print(A.markdown(["training set", "seed", "pairs dug out", "test loss <= 0.01 at",
-                      "best test acc", "final test acc", "acc in hole: last / best checkpoint",
-                      "acc, rest of test: last", "bound if the hole is never learned"], rows))
-
-
-def gu_runs(root):  # the hole runs seed by seed, then analyze.py's summary of every run
-    holes(root)
+def gu_runs(root):  # the hole runs, token uniformity, then analyze.py's summary of every run
+    gu_table.main(root)
     summary(root)
 
 

@@ -1,0 +1,78 @@
+"""
+Gu et al.'s tables of REPRODUCTION.md from the run folders of experiments/gu.sh and
+experiments/gu_setting.sh: the dug-out runs seed by seed (is the hole learned?) and the
+token-uniformity claim (weight decay makes ||phi(i)|| and ||phi(i+1) - phi(i)|| uniform).
+
+    python experiments/gu_table.py reproduction/gu_setting   # both, from the copied runs
+    python experiments/claims.py gu_setting      # both, and analyze.py's summary, of runs/
+"""
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import analyze as A  # noqa: E402
+from data import hole_mask  # noqa: E402
+from train import first_below  # noqa: E402
+
+
+def unfinished(cfg, m):
+    """A run short of test loss 0.01: '-' if it ran its budget, else where it stopped (--resume)."""
+    last = int(m["step"][-1])
+    return "-" if last >= cfg.steps else f"- (stopped at {last} of {cfg.steps})"
+
+
+def holes(runs):
+    """The dug-out runs of {run: (cfg, metrics, analysis)}, seed by seed: is the hole learned,
+    and the bound on test accuracy if it never is (1 - |hole| / |test|)."""
+    rows = []
+    for c, m, r in runs.values():
+        if c.split in ("square", "strip"):
+            vocab = f"b on tokens {c.b_offset}+" if c.b_offset else "one vocabulary"
+            rows.append([f"{c.split} k={c.hole}, {vocab}", str(c.seed),
+                         str(int(hole_mask(c).sum())),
+                         str(first_below(m["step"], m["test_loss"]) or unfinished(c, m)),
+                         *(f"{v:.3f}" for v in (np.max(m["test_acc"]), m["test_acc"][-1])),
+                         f"{r['hole_acc'][-1]:.3f} / {np.max(r['hole_acc']):.3f}",
+                         f"{r['rest_acc'][-1]:.3f}", f"{float(r['hole_bound']):.3f}"])
+    if rows:
+        print(A.markdown(["training set", "seed", "pairs dug out", "test loss <= 0.01 at",
+                          "best test acc", "final test acc", "acc in hole: last / best checkpoint",
+                          "acc, rest of test: last", "bound if the hole is never learned"], rows))
+
+
+UNIFORM_AT = (0, 1000, 5000)  # and the last checkpoint
+
+
+def uniformity(runs):
+    """The runs without a hole: spread (std / mean over the first operand's tokens) of
+    ||phi(i)|| and of ||phi(i+1) - phi(i)|| through training, and MED, seed by seed."""
+    rows = []
+    for c, m, r in runs.values():
+        if c.split not in ("square", "strip") and "norm_spread" in r:
+            last = int(r["step"][-1])
+            cols = [" / ".join(f"{A.at(r, k, s):.3f}" for s in (*UNIFORM_AT, last))
+                    for k in ("norm_spread", "diff_spread", "med")]
+            rows.append([f"wd {c.wd:g}, {c.n_layers} layer(s), frac {c.frac:g}, p {c.p}",
+                         str(c.seed), str(last), *cols])
+    if rows:
+        at = " / ".join(map(str, (*UNIFORM_AT, "last")))
+        print(A.markdown(["setting", "seed", "last step", f"spread of norms at {at}",
+                          f"spread of differences at {at}", f"MED at {at}"], rows))
+
+
+def main(root):
+    import claims  # its loader (claims imports this module: import it late)
+    runs = claims.load(root, analysed=True)
+    holes(runs)
+    uniformity(runs)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
+        print(__doc__.strip())
+        sys.exit(len(sys.argv) != 2 or sys.argv[1] not in ("-h", "--help"))
+    if not os.path.isdir(sys.argv[1]):
+        sys.exit(f"error: no folder {sys.argv[1]}")
+    main(sys.argv[1])
