@@ -262,16 +262,21 @@ def test_holes_prints_each_hole_run_seed_by_seed_from_its_analysis(tmp_path, cap
 
 def test_uniformity_reads_each_spread_at_its_steps_for_runs_without_a_hole(tmp_path, capsys):
     steps = np.array([0, 1000, 2000, 6000])
-    for name, kw in (("wd0", dict(wd=0.0)), ("sq", dict(split="square", hole=2))):
+    for name, kw, n in (("wd0", dict(wd=0.0), 4), ("sq", dict(split="square", hole=2), 4),
+                        ("wd1", dict(wd=1.0), 2)):  # wd1 stopped at step 1000
         run = tmp_path / name
         run.mkdir()
         (run / "config.json").write_text(json.dumps(Config(p=7, steps=6000, **kw).to_dict()))
-        np.savez(run / "metrics.npz", step=steps, test_loss=np.ones(4), test_acc=np.zeros(4))
-        np.savez(run / "analysis.npz", step=steps, norm_spread=np.array([0.1, 0.2, 0.4, 0.8]),
-                 diff_spread=np.array([1.0, 0.5, 0.3, 0.2]), med=np.array([2.0, 1.0, 0.6, 0.5]),
-                 hole_acc=np.zeros(4), rest_acc=np.zeros(4), hole_bound=np.array(0.5))
+        np.savez(run / "metrics.npz", step=steps[:n], test_loss=np.ones(n), test_acc=np.zeros(n))
+        np.savez(run / "analysis.npz", step=steps[:n],
+                 norm_spread=np.array([0.1, 0.2, 0.4, 0.8])[:n],
+                 diff_spread=np.array([1.0, 0.5, 0.3, 0.2])[:n],
+                 med=np.array([2.0, 1.0, 0.6, 0.5])[:n],
+                 hole_acc=np.zeros(n), rest_acc=np.zeros(n), hole_bound=np.array(0.5))
     claims.gu_table.uniformity(claims.load(str(tmp_path), analysed=True))
     rows = [r for r in capsys.readouterr().out.splitlines() if r.startswith("| wd")]
     # step 5000 lies between 2000 and 6000: 3/4 of the way
     assert rows == ["| wd 0, 1 layer(s), frac 0.3, p 7 | 0 | 6000 | 0.100 / 0.200 / 0.700 / "
-                    "0.800 | 1.000 / 0.500 / 0.225 / 0.200 | 2.000 / 1.000 / 0.525 / 0.500 |"]
+                    "0.800 | 1.000 / 0.500 / 0.225 / 0.200 | 2.000 / 1.000 / 0.525 / 0.500 |",
+                    "| wd 1, 1 layer(s), frac 0.3, p 7 | 0 | 1000 | 0.100 / 0.200 / - / 0.200 "
+                    "| 1.000 / 0.500 / - / 0.500 | 2.000 / 1.000 / - / 1.000 |"]

@@ -52,7 +52,8 @@ def uniformity(runs):
     for c, m, r in runs.values():
         if c.split not in ("square", "strip") and "norm_spread" in r:
             last = int(r["step"][-1])
-            cols = [" / ".join(f"{A.at(r, k, s):.3f}" for s in (*UNIFORM_AT, last))
+            cols = [" / ".join("-" if v is None else f"{v:.3f}"  # '-': not reached yet
+                               for v in (A.at(r, k, s) for s in (*UNIFORM_AT, last)))
                     for k in ("norm_spread", "diff_spread", "med")]
             rows.append([f"wd {c.wd:g}, {c.n_layers} layer(s), frac {c.frac:g}, p {c.p}",
                          str(c.seed), str(last), *cols])
