@@ -45,9 +45,9 @@ def load(root, analysed=False):
     return done
 
 
-def summary(root):
-    """analyze.py's summary table (runs/summary.md), every column."""
-    groups, _ = A.group_runs(load(root, analysed=True))
+def summary(root, runs=None):
+    """analyze.py's summary table (runs/summary.md), every column; runs: load(root) if given."""
+    groups, _ = A.group_runs(runs or load(root, analysed=True))
     print(A.markdown(A.HEADER, A.summary_rows(groups)))
 
 
@@ -287,8 +287,10 @@ def regularizers(root):
 
 
 def gu_runs(root):  # the hole runs, token uniformity, then analyze.py's summary of every run
-    gu_table.main(root)
-    summary(root)
+    runs = load(root, analysed=True)  # once: the three tables read the same runs
+    gu_table.holes(runs)
+    gu_table.uniformity(runs)
+    summary(root, runs)
 
 
 def cleanup(root):
