@@ -46,7 +46,8 @@ def load(root, analysed=False):
 
 
 def summary(root, runs=None):
-    """analyze.py's summary table (runs/summary.md), every column; runs: load(root) if given."""
+    """analyze.py's summary table (runs/summary.md), every column; runs: load(root)'s result
+    when the caller has it already."""
     groups, _ = A.group_runs(runs or load(root, analysed=True))
     print(A.markdown(A.HEADER, A.summary_rows(groups)))
 
