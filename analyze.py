@@ -146,6 +146,12 @@ def grok_steps(runs):
     return [first_below(m["step"], m["test_loss"]) for _, _, m, _ in runs]
 
 
+def unfinished(cfg, m):
+    """A run short of test loss 0.01: '-' if it ran its budget, else where it stopped (--resume)."""
+    last = int(m["step"][-1])
+    return "-" if last >= cfg.steps else f"- (stopped at {last} of {cfg.steps})"
+
+
 def mean_curve_step(runs):
     """Singh et al.'s statistic: the first step at which the seeds' mean test-loss curve is <=
     GROK. A run that stopped early (--stop-after-grok) keeps its last value from then on."""

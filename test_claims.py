@@ -105,7 +105,7 @@ def test_claims_prints_each_arm_seed_by_seed_from_the_run_folders(tmp_path, caps
     assert "vs centre (not among these runs): Mann-Whitney U / p |" in out \
         and out.count(" / p ") == 1  # in the header only: no test
     cut = dict(step=np.arange(0, 301, 100))  # a run interrupted before its budget
-    assert claims.unfinished(Config(steps=1000), cut) == "- (stopped at 300 of 1000)"
+    assert A.unfinished(Config(steps=1000), cut) == "- (stopped at 300 of 1000)"
     loss = np.array([1.0, 0.5, 6.0, 0.1, 0.9, 20.0])  # > 10x the evaluation before: 2
     assert claims.jumps(np.arange(6) * 10, loss) == (2, 20)
 

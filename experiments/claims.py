@@ -21,7 +21,6 @@ import analyze as A  # noqa: E402
 import metrics_table  # noqa: E402
 import minibatch_table  # noqa: E402
 import gu_table  # noqa: E402
-from gu_table import unfinished  # noqa: E402
 from data import Stop  # noqa: E402
 from measures import fisher_exact, sign_test  # noqa: E402
 from model import Config  # noqa: E402
@@ -73,7 +72,7 @@ def per_seed(root, arm=None, paper=None, ref=None):
         te = A.grok_steps(runs)
         mw = "-" if runs is first or first is None else "U {:g} / p {:.3f}".format(
             *A.mann_whitney(te, A.grok_steps(first)))
-        rows.append([lab, " / ".join(f"s{c.seed}: {s or unfinished(c, m)}"
+        rows.append([lab, " / ".join(f"s{c.seed}: {s or A.unfinished(c, m)}"
                                      for (_, c, m, _), s in zip(runs, te)),
                      f"{A.fmt(te)} ({sum(s is not None for s in te)}/{len(te)})",
                      str(A.mean_curve_step(runs) or "not reached"),

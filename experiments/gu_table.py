@@ -17,12 +17,6 @@ from data import hole_mask  # noqa: E402
 from train import first_below  # noqa: E402
 
 
-def unfinished(cfg, m):
-    """A run short of test loss 0.01: '-' if it ran its budget, else where it stopped (--resume)."""
-    last = int(m["step"][-1])
-    return "-" if last >= cfg.steps else f"- (stopped at {last} of {cfg.steps})"
-
-
 def holes(runs):
     """The dug-out runs of {run: (cfg, metrics, analysis)}, seed by seed: is the hole learned,
     and the bound on test accuracy if it never is (1 - |hole| / |test|)."""
@@ -32,7 +26,7 @@ def holes(runs):
             vocab = f"b on tokens {c.b_offset}+" if c.b_offset else "one vocabulary"
             rows.append([f"{c.split} k={c.hole}, {vocab}", str(c.seed),
                          str(int(hole_mask(c).sum())),
-                         str(first_below(m["step"], m["test_loss"]) or unfinished(c, m)),
+                         str(first_below(m["step"], m["test_loss"]) or A.unfinished(c, m)),
                          *(f"{v:.3f}" for v in (np.max(m["test_acc"]), m["test_acc"][-1])),
                          f"{r['hole_acc'][-1]:.3f} / {np.max(r['hole_acc']):.3f}",
                          f"{r['rest_acc'][-1]:.3f}", f"{float(r['hole_bound']):.3f}"])
