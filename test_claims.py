@@ -280,3 +280,28 @@ def test_uniformity_reads_each_spread_at_its_steps_for_runs_without_a_hole(tmp_p
                     "0.800 | 1.000 / 0.500 / 0.225 / 0.200 | 2.000 / 1.000 / 0.525 / 0.500 |",
                     "| wd 1, 1 layer(s), frac 0.3, p 7 | 0 | 1000 | 0.100 / 0.200 / - / 0.200 "
                     "| 1.000 / 0.500 / - / 0.500 | 2.000 / 1.000 / - / 1.000 |"]
+
+
+def test_dnn_table_ranks_med_against_test_loss_and_reads_it_at_generalization(tmp_path, capsys):
+    steps = np.array([0, 500, 1000, 1500])
+    loss = np.array([5.0, 2.0, 0.008, 0.001])  # test loss <= 0.01 first at step 1000
+    for name, embed in (("learned", "learned"), ("onehot", "onehot")):
+        run = tmp_path / name
+        run.mkdir()
+        cfg = Config(p=7, steps=1500, model="mlp", n_layers=2, mlp_eq=True, embed=embed)
+        (run / "config.json").write_text(json.dumps(cfg.to_dict()))
+        np.savez(run / "metrics.npz", step=steps, test_loss=loss, test_acc=np.full(4, 0.5))
+        np.savez(run / "analysis.npz", step=steps, test_loss=loss,
+                 med=np.array([4.0, 3.0, 2.0, 1.0]),  # falls with test loss: corr 1
+                 med_hidden=np.array([1.0, 2.0, 3.0, 2.5]),  # rises, then falls a little
+                 norm_spread=np.zeros(4))  # an MLP is not a row of the uniformity table
+    runs = claims.load(str(tmp_path), analysed=True)
+    claims.gu_table.uniformity(runs)
+    assert capsys.readouterr().out == ""
+    claims.gu_table.dnn(runs)
+    rows = [r for r in capsys.readouterr().out.splitlines() if "input" in r]
+    # ranks of med_hidden 0 1 3 2 against test loss 3 2 1 0: sum d^2 18, 1 - 6 * 18 / 60 = -0.8
+    assert rows == ["| learned input, random split | 0 | 1500 | 1000 | 0.500 | 1.00; 4.000 / "
+                    "2.000 / 1.000 | -0.80; 1.000 / 3.000 / 2.500 |",
+                    "| onehot input, random split | 0 | 1500 | 1000 | 0.500 | - (fixed input) | "
+                    "-0.80; 1.000 / 3.000 / 2.500 |"]

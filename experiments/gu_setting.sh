@@ -21,7 +21,9 @@ jobs() { for s in 0 1 2; do
   # the DNN (MLP/*.py): [E(a), E(b), E(=)] into two ReLU layers of 512; random split, square
   # k=70 (MLP/rec.py), strip k=35 (MLP/str.py); and one-hot input (their README's variant:
   # the one-hots of a, b and '=' padded to 128 each, 384 inputs, as --mlp-eq --embed onehot)
-  dnn="$run --model mlp --n-layers 2 --mlp-eq"
+  # A checkpoint every 500 steps (the preset: 1000): MED is read from checkpoints, and the
+  # DNN's are small (~2 MB)
+  dnn="$run --model mlp --n-layers 2 --mlp-eq --ckpt-every 500"
   echo "$dnn"; echo "$dnn --split square --hole 70"; echo "$dnn --split strip --hole 35"
   echo "$dnn --embed onehot"
 done; }

@@ -1,10 +1,11 @@
 """
 Gu et al.'s tables of REPRODUCTION.md from the run folders of experiments/gu.sh and
-experiments/gu_setting.sh: the dug-out runs seed by seed (is the hole learned?) and the
-token-uniformity claim (weight decay makes ||phi(i)|| and ||phi(i+1) - phi(i)|| uniform).
+experiments/gu_setting.sh: the dug-out runs seed by seed (is the hole learned?), the
+token-uniformity claim (weight decay makes ||phi(i)|| and ||phi(i+1) - phi(i)|| uniform) and
+the DNN (does MED move with test loss?).
 
-    python experiments/gu_table.py reproduction/gu_setting   # both, from the copied runs
-    python experiments/claims.py gu_setting      # both, and analyze.py's summary, of runs/
+    python experiments/gu_table.py reproduction/gu_setting   # the three, from the copied runs
+    python experiments/claims.py gu_setting      # the three, and analyze.py's summary, of runs/
 """
 import os
 import sys
@@ -44,7 +45,7 @@ def uniformity(runs):
     ||phi(i)|| and of ||phi(i+1) - phi(i)|| through training, and MED, seed by seed."""
     rows = []
     for c, m, r in runs.values():
-        if c.split not in ("square", "strip") and "norm_spread" in r:
+        if c.model == "transformer" and c.split not in ("square", "strip") and "norm_spread" in r:
             last = int(r["step"][-1])
             cols = [" / ".join("-" if v is None else f"{v:.3f}"  # '-': not reached yet
                                for v in (A.at(r, k, s) for s in (*UNIFORM_AT, last)))
@@ -57,11 +58,35 @@ def uniformity(runs):
                           f"spread of differences at {at}", f"MED at {at}"], rows))
 
 
+def dnn(runs):
+    """Gu et al.'s DNN, seed by seed: does MED (of the learned embedding; with one-hot input,
+    of the first hidden layer on the pairs (i, i)) move with test loss? Rank correlation over
+    the checkpoints, and the values at the first, the generalizing and the last checkpoint."""
+    rows = []
+    for c, m, r in runs.values():
+        if c.model == "mlp" and "med" in r:
+            grok = first_below(m["step"], m["test_loss"])
+            steps = (0, grok, int(r["step"][-1]))
+            cols = [f"{A.rank_corr(r[k], r['test_loss']):.2f}; " + " / ".join(
+                "-" if s is None else f"{A.at(r, k, s):.3f}" for s in steps)
+                for k in ("med", "med_hidden")]
+            if c.embed != "learned":  # the one-hot input is fixed: its MED is a constant
+                cols[0] = "- (fixed input)"
+            place = f"{c.split} k={c.hole}" if c.split in ("square", "strip") else c.split
+            rows.append([f"{c.embed} input, {place} split", str(c.seed), str(steps[2]),
+                         str(grok or A.unfinished(c, m)), f"{m['test_acc'][-1]:.3f}", *cols])
+    if rows:
+        print(A.markdown(["DNN", "seed", "last step", "test loss <= 0.01 at", "final test acc",
+                          "MED: rank corr with test loss; at 0 / generalizing / last",
+                          "MED of the first hidden layer: the same"], rows))
+
+
 def main(root):
     import claims  # its loader (claims imports this module: import it late)
     runs = claims.load(root, analysed=True)
     holes(runs)
     uniformity(runs)
+    dnn(runs)
 
 
 if __name__ == "__main__":
