@@ -332,6 +332,14 @@ def accuracy(c, mask):
     return float((c.logits.argmax(-1) == c.y)[mask].double().mean()) if mask.any() else np.nan
 
 
+def hole_by_token(c, shared):
+    """Accuracy in the hole on the first operands a whose token training also shows as a second
+    operand (a >= b_offset: token a is b = a - b_offset's; every a on one vocabulary), or on
+    the others, whose token no training pair holds (--b-offset: Gu et al.'s str.py)."""
+    a = torch.arange(c.p ** 2) // c.p
+    return accuracy(c, hole_mask(c.cfg) & c.valid & ((a >= c.cfg.b_offset) == shared))
+
+
 def swapped(c):
     """Gu et al. (a^2+ab+b^2): a symmetric op can be answered on (a, b) by memorizing (b, a);
     the test pairs whose swap is a training pair."""
@@ -377,6 +385,9 @@ FINAL = {  # at the final checkpoint only: name -> function of its context (None
     # the best test accuracy if the hole is never learned: the share of test pairs outside it
     "hole_bound": lambda c: (float((c.test & ~hole_mask(c.cfg)).sum() / c.test.sum())
                              if hole_mask(c.cfg).any() else np.nan),
+    # the hole's first operands whose token training shows as a second operand, and the rest
+    "hole_acc_shared": lambda c: hole_by_token(c, shared=True),
+    "hole_acc_unshared": lambda c: hole_by_token(c, shared=False),
     "swap_acc": lambda c: accuracy(c, swapped(c)),
     "noswap_acc": lambda c: accuracy(c, c.test & ~swapped(c)),
     "swap_share": lambda c: float(swapped(c).sum() / c.test.sum()),

@@ -101,6 +101,20 @@ def test_token_spreads_and_med_of_the_hidden_layer_by_hand():
     assert M.MEASURES["med_hidden"](c) == pytest.approx(M.med(want))
 
 
+def test_hole_accuracy_split_by_whether_the_first_operand_token_is_also_a_second_operand():
+    p = 5
+    y = torch.arange(p * p) % p
+    right = torch.arange(p * p) // p == 1  # every pair with a = 1 right, the rest wrong
+    logits = torch.nn.functional.one_hot(torch.where(right, y, (y + 1) % p), p).double()
+    cfg = Config(p=p, split="strip", hole=2, b_offset=1)  # strip a <= 2; b on tokens 1..5
+    c = types.SimpleNamespace(p=p, cfg=cfg, y=y, logits=logits, valid=torch.ones(p * p) > 0)
+    # a = 1, 2 share tokens 1, 2 with b = 0, 1: 5 of 10 right; a = 0's token 0 is no b's
+    assert M.FINAL["hole_acc_shared"](c) == 0.5 and M.FINAL["hole_acc_unshared"](c) == 0
+    c.cfg = Config(p=p, split="strip", hole=2)  # one vocabulary: every a is some b's token
+    assert M.FINAL["hole_acc_shared"](c) == pytest.approx(1 / 3)
+    assert np.isnan(M.FINAL["hole_acc_unshared"](c))
+
+
 def test_fourier_algorithm_logits_restricted_and_excluded_loss():
     keys = [3, 7]
     L = fourier_logits(P, keys)

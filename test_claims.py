@@ -250,13 +250,15 @@ def test_holes_prints_each_hole_run_seed_by_seed_from_its_analysis(tmp_path, cap
         np.savez(run / "metrics.npz", step=steps, test_loss=np.array(loss),
                  test_acc=np.array([0.1, 0.5, 0.99, 0.98]))
         np.savez(run / "analysis.npz", step=steps, hole_acc=np.array([0.0, 0.2, 0.9, 0.8]),
-                 rest_acc=np.full(4, 0.95), hole_bound=np.array(0.6))
+                 rest_acc=np.full(4, np.nan if name == "st" else 0.95), hole_bound=np.array(0.6),
+                 hole_acc_shared=np.array(0.25), hole_acc_unshared=np.array(np.nan))
     claims.gu_table.main(str(tmp_path))
     out = capsys.readouterr().out
     # square k=2 of p=7: 3 x 3 pairs; strip k=1: 2 rows of 7
     assert "| square k=2, one vocabulary | 0 | 9 | 200 | 0.990 | 0.980 | 0.800 / 0.900 | 0.950 " \
-           "| 0.600 |" in out
-    assert "| strip k=1, b on tokens 9+ | 0 | 14 | - |" in out
+           "| 0.600 | - |" in out  # one vocabulary: every a's token is some b's
+    assert "| strip k=1, b on tokens 9+ | 0 | 14 | - | 0.990 | 0.980 | 0.800 / 0.900 | - | " \
+           "0.600 | 0.250 / - |" in out  # NaN: no such pairs
     assert sum(line.startswith("|") for line in out.splitlines()) == 4  # header, rule, 2 runs
 
 

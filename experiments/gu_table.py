@@ -30,11 +30,19 @@ def holes(runs):
                          str(first_below(m["step"], m["test_loss"]) or A.unfinished(c, m)),
                          *(f"{v:.3f}" for v in (np.max(m["test_acc"]), m["test_acc"][-1])),
                          f"{r['hole_acc'][-1]:.3f} / {np.max(r['hole_acc']):.3f}",
-                         f"{r['rest_acc'][-1]:.3f}", f"{float(r['hole_bound']):.3f}"])
+                         num(r["rest_acc"][-1]), num(r["hole_bound"]),
+                         f"{num(r['hole_acc_shared'])} / {num(r['hole_acc_unshared'])}"
+                         if c.b_offset and "hole_acc_shared" in r else "-"])
     if rows:
         print(A.markdown(["training set", "seed", "pairs dug out", "test loss <= 0.01 at",
                           "best test acc", "final test acc", "acc in hole: last / best checkpoint",
-                          "acc, rest of test: last", "bound if the hole is never learned"], rows))
+                          "acc, rest of test: last", "bound if the hole is never learned",
+                          "acc in hole, last: a's token also b's / no b's (--b-offset)"], rows))
+
+
+def num(v):
+    """'-' for NaN: no such pairs (a strip that is the whole test set leaves no rest)."""
+    return "-" if np.isnan(float(v)) else f"{float(v):.3f}"
 
 
 UNIFORM_AT = (0, 1000, 5000)  # and the last checkpoint
