@@ -167,7 +167,8 @@ def embedding(model, cfg, operand=0):
     if hasattr(model, "embed"):
         start = operand * cfg.b_offset
         return model.embed.weight[start:start + cfg.p]
-    return model.fc1.weight[:, operand * cfg.p:(operand + 1) * cfg.p].T
+    width = model.fc1.in_features // (3 if cfg.mlp_eq else 2)  # one block per input token
+    return model.fc1.weight[:, operand * width:operand * width + cfg.p].T
 
 
 def neuron_logit_map(model, cfg):

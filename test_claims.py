@@ -305,5 +305,5 @@ def test_dnn_table_ranks_med_against_test_loss_and_reads_it_at_generalization(tm
     # ranks of med_hidden 0 1 3 2 against test loss 3 2 1 0: sum d^2 18, 1 - 6 * 18 / 60 = -0.8
     assert rows == ["| learned input, random split | 0 | 1500 | 1000 | 0.500 | 1.00; 4.000 / "
                     "2.000 / 1.000 | -0.80; 1.000 / 3.000 / 2.500 |",
-                    "| onehot input, random split | 0 | 1500 | 1000 | 0.500 | - (fixed input) | "
-                    "-0.80; 1.000 / 3.000 / 2.500 |"]
+                    "| onehot input, random split | 0 | 1500 | 1000 | 0.500 | 1.00; 4.000 / "
+                    "2.000 / 1.000 | -0.80; 1.000 / 3.000 / 2.500 |"]

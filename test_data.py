@@ -107,6 +107,21 @@ def test_med_averages_the_two_operands_embeddings():
     assert measures.MEASURES["med"](type("c", (), dict(E=E, E_b=E_b))) == pytest.approx(6 / 7)
 
 
+@pytest.mark.parametrize("mlp_eq", [False, True])  # AlQuabeh's p-wide blocks; Gu's d_model-wide
+def test_one_hot_embedding_is_the_first_layer_block_that_each_operand_multiplies(mlp_eq):
+    cfg = Config(p=7, model="mlp", embed="onehot", mlp_eq=mlp_eq, n_layers=2, d_model=16, d_mlp=8)
+    model = build_model(cfg).double()
+    x, _, _ = all_pairs(cfg)
+    cache = {}
+    with torch.no_grad():
+        model(x, cache=cache)
+    pre = model.fc1(cache["mlp_in"]).view(7, 7, -1)  # pre-activations, by (a, b)
+    E, E_b = (measures.embedding(model, cfg, i).detach() for i in (0, 1))
+    # changing one operand moves the first layer by the difference of that operand's rows
+    torch.testing.assert_close(pre[:, 3] - pre[:, 0], (E_b[3] - E_b[0]).expand(7, -1))
+    torch.testing.assert_close(pre[5] - pre[2], (E[5] - E[2]).expand(7, -1))
+
+
 def test_gu_preset_and_p_way_readout(tmp_path):
     main(["--preset", "gu", "--split", "strip", "--hole", "40", "--b-offset", "60", "--steps", "3",
           "--d-model", "32", "--d-mlp", "64", "--out", str(tmp_path), "--name", "g"])

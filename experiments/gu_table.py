@@ -67,9 +67,11 @@ def uniformity(runs):
 
 
 def dnn(runs):
-    """Gu et al.'s DNN, seed by seed: does MED (of the learned embedding; with one-hot input,
-    of the first hidden layer on the pairs (i, i)) move with test loss? Rank correlation over
-    the checkpoints, and the values at the first, the generalizing and the last checkpoint."""
+    """Gu et al.'s DNN, seed by seed: does MED move with test loss? MED of the operands' rows
+    (the learned embedding; with one-hot input, the first layer's columns that each token's
+    one-hot selects) and of the first hidden layer on the pairs (i, i), their README's measure
+    for one-hot input: rank correlation over the checkpoints, and the values at the first, the
+    generalizing and the last checkpoint."""
     rows = []
     for c, m, r in runs.values():
         if c.model == "mlp" and "med" in r:
@@ -78,8 +80,6 @@ def dnn(runs):
             cols = [f"{A.rank_corr(r[k], r['test_loss']):.2f}; " + " / ".join(
                 "-" if s is None else f"{A.at(r, k, s):.3f}" for s in steps)
                 for k in ("med", "med_hidden")]
-            if c.embed != "learned":  # the one-hot input is fixed: its MED is a constant
-                cols[0] = "- (fixed input)"
             place = f"{c.split} k={c.hole}" if c.split in ("square", "strip") else c.split
             rows.append([f"{c.embed} input, {place} split", str(c.seed), str(steps[2]),
                          str(grok or A.unfinished(c, m)), f"{m['test_acc'][-1]:.3f}", *cols])
