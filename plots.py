@@ -155,6 +155,9 @@ def cross_run_figures(root, groups, grok, dots, sweeps, thr):
     steps_to_generalize(os.path.join(out, "steps_to_generalize.png"), groups,
                         {f"steps until test loss <= {thr}": grok}, styles)
     for key, ylab, log, metric in BY_CONFIG:
+        if not any(np.isfinite(x[0 if metric else 1][key]).any()
+                   for runs in groups.values() for x in runs):
+            continue  # undefined for every run here (an MLP has no attention, no SR-train)
         fig, ax = plt.subplots(figsize=(7, 4.5))
         for lab, runs in groups.items():
             band(ax, runs, key, lab, styles[lab], source=0 if metric else 1)

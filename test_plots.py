@@ -1,0 +1,29 @@
+"""plots.py draws from arrays alone: fed made-up arrays here, no run, no model."""
+import os
+
+import numpy as np
+
+import plots
+
+
+def made_up_run(steps, mlp):
+    m = {"step": steps, "test_loss": np.linspace(5, 1e-3, len(steps)),
+         "train_loss": np.linspace(5, 1e-6, len(steps)), "update_norm": np.full(len(steps), 1e-2)}
+    nan = np.full(len(steps), np.nan)  # what measures.py writes where a measure is undefined
+    r = {"step": steps, "med": np.linspace(1.4, 0.2, len(steps)), "ntk_distance": np.ones(len(steps)),
+         "eff_rank": np.ones(len(steps)), "c_fourier": np.linspace(0.01, 2, len(steps)),
+         "sr_train": nan if mlp else np.ones(len(steps)), "attn_entropy": nan if mlp else np.ones(len(steps))}
+    return m, r
+
+
+def test_cross_run_figures_skip_a_measure_no_run_has(tmp_path):
+    steps = np.arange(0, 1000, 100)
+    groups = {"model=mlp": [made_up_run(steps, mlp=True) for _ in range(3)]}
+    plots.cross_run_figures(str(tmp_path), groups, {"model=mlp": [600, 700]}, {}, {}, 0.01)
+    made = set(os.listdir(tmp_path / "figures"))
+    assert {"med_by_config.png", "c_fourier_by_config.png", "loss_by_config.png"} <= made
+    assert "sr_train_by_config.png" not in made and "attn_entropy_by_config.png" not in made
+    groups["model=transformer"] = [made_up_run(steps, mlp=False)]  # one run has it: drawn
+    plots.cross_run_figures(str(tmp_path), groups, {"model=mlp": [600], "model=transformer": []}, {},
+                            {}, 0.01)
+    assert "sr_train_by_config.png" in os.listdir(tmp_path / "figures")
