@@ -307,3 +307,26 @@ def test_dnn_table_ranks_med_against_test_loss_and_reads_it_at_generalization(tm
                     "2.000 / 1.000 | -0.80; 1.000 / 3.000 / 2.500 |",
                     "| onehot input, random split | 0 | 1500 | 1000 | 0.500 | 1.00; 4.000 / "
                     "2.000 / 1.000 | -0.80; 1.000 / 3.000 / 2.500 |"]
+
+
+def test_depth_table_counts_falls_below_0_9_after_first_reaching_it(tmp_path, capsys):
+    steps = np.arange(0, 600, 100)
+    for name, kw in (("deep", dict(n_layers=2, frac=0.5)), ("base", {})):  # base: frac 0.3
+        run = tmp_path / name
+        run.mkdir()
+        (run / "config.json").write_text(json.dumps(Config(p=7, steps=500, **kw).to_dict()))
+        np.savez(run / "metrics.npz", step=steps,
+                 test_loss=np.array([5.0, 0.5, 2.0, 0.3, 0.008, 0.005]),
+                 test_acc=np.array([0.1, 0.95, 0.5, 0.97, 0.99, 0.99]))
+        np.savez(run / "analysis.npz", step=steps[::2], test_loss=np.array([5.0, 2.0, 0.008]),
+                 med=np.array([1.0, 3.0, 0.5]), norm_spread=np.zeros(3), diff_spread=np.zeros(3))
+    runs = claims.load(str(tmp_path), analysed=True)
+    claims.gu_table.depth(runs)
+    rows = [r for r in capsys.readouterr().out.splitlines() if "layer" in r]
+    # from step 100 on: 0.95, 0.5, 0.97, 0.99, 0.99, one of five below 0.9; MED ranks 1 2 0
+    # against test loss 2 1 0: sum d^2 = 2, Spearman 1 - 6 * 2 / (3 * 8) = 0.5
+    assert rows == ["| 2 layer(s), p 7 | 0 | 500 | 400 | 100 | 0.200 / 0.500 | 1.00 / 3.00 / "
+                    "0.50 | 0.50 (3) |"]
+    claims.gu_table.uniformity(runs)  # the frac 0.5 run is depth's, not uniformity's
+    assert [r.split(" | ")[0] for r in capsys.readouterr().out.splitlines()
+            if "layer" in r] == ["| wd 1, 1 layer(s), frac 0.3, p 7"]

@@ -286,10 +286,11 @@ def regularizers(root):
                       "steps run"], rows))
 
 
-def gu_runs(root):  # the hole runs, token uniformity, the DNN, then analyze.py's summary
-    runs = load(root, analysed=True)  # once: the three tables read the same runs
+def gu_runs(root):  # the hole runs, token uniformity, depth, the DNN, then analyze.py's summary
+    runs = load(root, analysed=True)  # once: the four tables read the same runs
     gu_table.holes(runs)
     gu_table.uniformity(runs)
+    gu_table.depth(runs)
     gu_table.dnn(runs)
     summary(root, runs)
 

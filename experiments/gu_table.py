@@ -1,11 +1,11 @@
 """
 Gu et al.'s tables of REPRODUCTION.md from the run folders of experiments/gu.sh and
 experiments/gu_setting.sh: the dug-out runs seed by seed (is the hole learned?), the
-token-uniformity claim (weight decay makes ||phi(i)|| and ||phi(i+1) - phi(i)|| uniform) and
-the DNN (does MED move with test loss?).
+token-uniformity claim (weight decay makes ||phi(i)|| and ||phi(i+1) - phi(i)|| uniform), depth
+and the primes at frac 0.5 (does test accuracy fluctuate, does MED follow test loss?) and the DNN.
 
-    python experiments/gu_table.py reproduction/gu_setting   # the three, from the copied runs
-    python experiments/claims.py gu_setting      # the three, and analyze.py's summary, of runs/
+    python experiments/gu_table.py reproduction/gu_setting   # the four, from the copied runs
+    python experiments/claims.py gu_setting      # the four, and analyze.py's summary, of runs/
 """
 import os
 import sys
@@ -25,7 +25,8 @@ def holes(runs):
     for c, m, r in runs.values():
         if c.split in ("square", "strip"):
             vocab = f"b on tokens {c.b_offset}+" if c.b_offset else "one vocabulary"
-            rows.append([f"{c.split} k={c.hole}, {vocab}", str(c.seed),
+            model = "DNN, " if c.model == "mlp" else ""
+            rows.append([f"{model}{c.split} k={c.hole}, {vocab}", str(c.seed),
                          str(int(hole_mask(c).sum())),
                          str(first_below(m["step"], m["test_loss"]) or A.unfinished(c, m)),
                          *(f"{v:.3f}" for v in (np.max(m["test_acc"]), m["test_acc"][-1])),
@@ -53,7 +54,8 @@ def uniformity(runs):
     ||phi(i)|| and of ||phi(i+1) - phi(i)|| through training, and MED, seed by seed."""
     rows = []
     for c, m, r in runs.values():
-        if c.model == "transformer" and c.split not in ("square", "strip") and "norm_spread" in r:
+        if c.model == "transformer" and c.split not in ("square", "strip") and c.frac != BASE_FRAC \
+                and "norm_spread" in r:
             last = int(r["step"][-1])
             cols = [" / ".join("-" if v is None else f"{v:.3f}"  # '-': not reached yet
                                for v in (A.at(r, k, s) for s in (*UNIFORM_AT, last)))
@@ -64,6 +66,33 @@ def uniformity(runs):
         at = " / ".join(map(str, (*UNIFORM_AT, "last")))
         print(A.markdown(["setting", "seed", "last step", f"spread of norms at {at}",
                           f"spread of differences at {at}", f"MED at {at}"], rows))
+
+
+BASE_FRAC = 0.5  # base.py's setting (Fig. 2, depth; Fig. 5, the primes); the rest trains 0.3
+
+
+def depth(runs):
+    """Fig. 2 and Fig. 5, seed by seed: the transformers at frac 0.5. After test accuracy first
+    reaches 0.9, to the last step, how often it falls back below 0.9 and how low (Fig. 2: it
+    fluctuates more with depth); MED at step 0, at its peak and at the last checkpoint, and its
+    rank correlation with test loss over the checkpoints (Fig. 5: they move together)."""
+    rows = []
+    for c, m, r in runs.values():
+        if c.model == "transformer" and c.frac == BASE_FRAC and "med" in r:
+            g = first_below(m["step"], -m["test_acc"], -0.9)
+            after = m["test_acc"][m["step"] >= g] if g is not None else None
+            rows.append([f"{c.n_layers} layer(s), p {c.p}", str(c.seed), str(int(m["step"][-1])),
+                         str(first_below(m["step"], m["test_loss"]) or A.unfinished(c, m)),
+                         str(g or "-"), "-" if g is None else
+                         f"{np.mean(after < 0.9):.3f} / {np.min(after):.3f}",
+                         " / ".join(f"{v:.2f}" for v in (r["med"][0], np.max(r["med"]),
+                                                         r["med"][-1])),
+                         f"{A.rank_corr(r['med'], r['test_loss']):.2f} ({len(r['med'])})"])
+    if rows:
+        print(A.markdown(["setting (frac 0.5)", "seed", "last step", "test loss <= 0.01 at",
+                          "test acc >= 0.9 at", "from then on: share of evaluations < 0.9 / "
+                          "min test acc", "MED at 0 / peak / last",
+                          "MED: rank corr with test loss (checkpoints)"], rows))
 
 
 def dnn(runs):
@@ -94,6 +123,7 @@ def main(root):
     runs = claims.load(root, analysed=True)
     holes(runs)
     uniformity(runs)
+    depth(runs)
     dnn(runs)
 
 
