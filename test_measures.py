@@ -1,0 +1,249 @@
+"""
+Each progress measure against its definition on an input whose answer is known: a pure cosine
+embedding has one key frequency, a Fourier-algorithm logit table has the restricted and excluded
+losses the papers describe, the NTK and the Hessian equal their explicit computations.
+
+    python -m pytest -q test_measures.py
+"""
+import math
+import types
+
+import numpy as np
+import pytest
+import torch
+from torch.autograd.functional import hessian
+
+import analyze as A
+import measures as M
+from data import make_data
+from model import Config, build_model
+from train import train
+
+P = 23
+
+
+def cosine_embedding(p, k, d=16, seed=0):
+    x = torch.arange(p, dtype=torch.float64)
+    v = torch.randn(d, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    return torch.cos(2 * math.pi * k * x / p)[:, None] * v
+
+
+def test_fourier_basis_is_orthonormal():
+    for p in (23, 24, 113):
+        B = M.fourier_basis(p)
+        torch.testing.assert_close(B @ B.T, torch.eye(p, dtype=torch.float64))
+
+
+def test_pure_cosine_embedding_has_one_key_frequency_and_gini_near_one():
+    for k in (1, 5, 11):
+        E = cosine_embedding(P, k)
+        norms = M.frequency_norms(E, M.fourier_basis(P))
+        assert M.key_frequencies(norms) == [k]
+        assert M.gini(norms[1:]) > 0.9
+        assert M.c_fourier(E) > 1.0  # (no threshold in the paper; from ~0.01 at init)
+
+
+def test_keys_of_the_neuron_logit_map_find_its_one_frequency():
+    cfg = Config(p=P, d_model=8, n_heads=2, d_mlp=16)
+    model = build_model(cfg).double()
+    w = 2 * math.pi * 4 * torch.arange(cfg.n_vocab, dtype=torch.float64) / P
+    with torch.no_grad():  # W_L = W_U^T W_out: over the classes, frequency 4 alone
+        model.unembed.zero_()
+        model.unembed[0], model.unembed[1] = torch.cos(w), torch.sin(w)
+    c = types.SimpleNamespace(model=model, cfg=cfg, B=M.fourier_basis(P))
+    assert M.FINAL["keys_logit"](c).tolist() == [4]
+
+
+def test_random_embedding_has_low_gini_and_small_c_fourier():
+    E = torch.randn(113, 128, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    norms = M.frequency_norms(E, M.fourier_basis(113))
+    assert M.gini(norms[1:]) < 0.2
+    assert M.c_fourier(E) < 0.1
+    assert M.c_fourier(cosine_embedding(113, 7, d=128)) > 100 * M.c_fourier(E)
+
+
+def test_gini_matches_hurley_rickard_by_hand():
+    assert M.gini([0, 0, 0, 1]) == pytest.approx(0.75)  # 2*4/(4*1) - 5/4
+    assert M.gini([1, 1, 1, 1]) == pytest.approx(0.0)
+    assert M.gini([1, 2, 3]) == pytest.approx(2 * (1 + 4 + 9) / (3 * 6) - 4 / 3)
+
+
+def test_med_of_constant_embedding_is_zero_and_of_a_circle_is_its_chord():
+    assert M.med(torch.ones(P, 8)) == 0
+    t = 2 * math.pi * torch.arange(P, dtype=torch.float64) / P
+    circle = torch.stack([torch.cos(t), torch.sin(t)], 1)
+    assert M.med(circle) == pytest.approx(2 * math.sin(math.pi / P))
+
+
+def fourier_logits(p, keys, scale=8.0):
+    a, b, c = torch.meshgrid(torch.arange(p), torch.arange(p), torch.arange(p), indexing="ij")
+    T = sum(torch.cos(2 * math.pi * k * (a + b - c).double() / p) for k in keys)
+    return scale * T.reshape(p * p, p)
+
+
+def test_token_spreads_and_med_of_the_hidden_layer_by_hand():
+    assert M.spread(torch.tensor([1.0, 3.0])) == pytest.approx(0.5)  # std 1 over mean 2
+    p = 11
+    ang = 2 * math.pi * 3 * torch.arange(p).double() / p
+    circle = torch.stack([torch.cos(ang), torch.sin(ang)], 1)  # equal norms, equal steps
+    c = types.SimpleNamespace(E=circle * 2, p=p)
+    assert M.MEASURES["norm_spread"](c) < 1e-12 and M.MEASURES["diff_spread"](c) < 1e-12
+    c.E = circle * (1 + torch.arange(p).double()[:, None])  # norms 1..11
+    assert M.MEASURES["norm_spread"](c) == pytest.approx(M.spread(1 + torch.arange(p).double()))
+    # the hidden layer on the pairs (i, i): rows i * p + i of a per-pair table
+    act = torch.randn(p * p, 5).double()
+    c.cache = {"mlp_act": act}
+    want = torch.stack([act[i * p + i] for i in range(p)])
+    assert M.MEASURES["med_hidden"](c) == pytest.approx(M.med(want))
+
+
+def test_hole_accuracy_split_by_whether_the_first_operand_token_is_also_a_second_operand():
+    p = 5
+    y = torch.arange(p * p) % p
+    right = torch.arange(p * p) // p == 1  # every pair with a = 1 right, the rest wrong
+    logits = torch.nn.functional.one_hot(torch.where(right, y, (y + 1) % p), p).double()
+    cfg = Config(p=p, split="strip", hole=2, b_offset=1)  # strip a <= 2; b on tokens 1..5
+    c = types.SimpleNamespace(p=p, cfg=cfg, y=y, logits=logits, valid=torch.ones(p * p) > 0)
+    # a = 1, 2 share tokens 1, 2 with b = 0, 1: 5 of 10 right; a = 0's token 0 is no b's
+    assert M.FINAL["hole_acc_shared"](c) == 0.5 and M.FINAL["hole_acc_unshared"](c) == 0
+    c.cfg = Config(p=p, split="strip", hole=2)  # one vocabulary: every a is some b's token
+    assert M.FINAL["hole_acc_shared"](c) == pytest.approx(1 / 3)
+    assert np.isnan(M.FINAL["hole_acc_unshared"](c))
+
+
+def test_fourier_algorithm_logits_restricted_and_excluded_loss():
+    keys = [3, 7]
+    L = fourier_logits(P, keys)
+    y = (torch.arange(P * P) // P + torch.arange(P * P) % P) % P
+    g = torch.Generator().manual_seed(0)
+    L_noisy = L + 0.1 * torch.randn(L.shape, generator=g, dtype=torch.float64)
+    train = torch.rand(P * P, generator=torch.Generator().manual_seed(1)) < 0.3
+    full = M.ce(L_noisy, y)
+    restricted = M.restricted_loss(L_noisy, y, P, keys)
+    excluded = M.excluded_loss(L_noisy, y, P, keys, train)
+    assert restricted <= full + 1e-9  # the noise is removed, the algorithm kept
+    assert excluded == pytest.approx(math.log(P), rel=0.1)  # without its frequencies: chance
+    assert M.cos_template_r2(L, P, keys) == pytest.approx(1.0)
+    # the final-checkpoint ablations: each key frequency removed, all removed, all but them
+    each = [M.excluded_loss(L, y, P, [k]) for k in keys]
+    all_keys, but_keys = M.excluded_loss(L, y, P, keys), M.restricted_loss(L, y, P, keys)
+    assert all(e > M.ce(L, y) for e in each) and all_keys == pytest.approx(math.log(P), rel=1e-6)
+    assert but_keys == pytest.approx(M.ce(L, y), rel=1e-9)
+
+
+def test_neuron_frequency_rule_and_per_frequency_fit_on_made_up_arrays():
+    p = 13
+    a, b = (t.flatten().double() for t in torch.meshgrid(torch.arange(p), torch.arange(p),
+                                                          indexing="ij"))
+    w = lambda k: 2 * math.pi * k / p
+    acts = torch.stack([torch.cos(w(3) * (a + b)),                      # one frequency: 3
+                        torch.cos(w(2) * a) + torch.cos(w(5) * b),      # two, half each
+                        3 + torch.sin(w(4) * a) * torch.cos(w(4) * b)], 1)  # 4, constant aside
+    freq, share = M.neuron_frequencies(acts, M.fourier_basis(p))
+    assert freq.tolist()[0::2] == [3, 4] and share[0::2].tolist() == pytest.approx([1, 1])
+    assert share[1].item() == pytest.approx(0.5)
+    L = 2 * fourier_logits(p, [3], 1.0) + 5 * fourier_logits(p, [5], 1.0)
+    assert M.cos_fit_r2(L, p, [3, 5]) == pytest.approx(1.0)       # a coefficient each
+    assert M.cos_template_r2(L, p, [3, 5]) < 0.9                   # one shared coefficient
+
+
+def test_rank_corr():
+    assert A.rank_corr([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert A.rank_corr([1, 2, 3, 4], [1, 8, 27, 64]) == pytest.approx(1.0)  # monotone, not linear
+    assert A.rank_corr([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    assert A.rank_corr([1, 2, 3, 4], [2, 1, 4, 3]) == pytest.approx(0.6)  # 1 - 6*4/(4*15)
+
+
+def test_uniform_attention_has_entropy_ln_positions():
+    w = torch.full((10, 4, 3, 3), 1 / 3)
+    ln3 = torch.full((4,), math.log(3), dtype=torch.float64)
+    torch.testing.assert_close(M.attention_entropy(w), ln3)
+    one_hot = torch.zeros(10, 4, 3, 3)
+    one_hot[..., 0] = 1
+    assert M.attention_entropy(one_hot).abs().max() < 1e-12
+
+
+def test_singh_attention_entropy_averages_the_heads_first():
+    w = torch.zeros(1, 2, 1, 3)
+    w[0, 0, 0, 0] = w[0, 1, 0, 1] = 1.0  # each head sure, of a different key
+    assert M.attention_entropy(w).tolist() == pytest.approx([0, 0], abs=1e-12)
+    assert float(M.attention_entropy(w.mean(1, keepdim=True))) == pytest.approx(math.log(2))
+
+
+def test_power_law_alpha_by_maximum_likelihood_finds_exponent_and_xmin():
+    rng = np.random.default_rng(0)
+    tail = (1 - rng.random(3000)) ** (-1 / 1.5)  # Pareto, pdf ~ x^-2.5 above 1
+    assert M.power_law_alpha(tail) == pytest.approx(2.5, abs=0.1)
+    head = rng.random(3000) * 0.9  # not a power law below xmin = 1: the search skips it
+    assert M.power_law_alpha(np.concatenate([head, tail])) == pytest.approx(2.5, abs=0.15)
+
+
+def test_singh_sr_train_removes_every_layernorm():
+    cfg = Config(p=11, d_model=16, d_mlp=32, ln="pre")
+    model = build_model(cfg).double()
+    off = build_model(Config(p=11, d_model=16, d_mlp=32, ln="off")).double()
+    off.load_state_dict({k: v for k, v in model.state_dict().items() if ".ln" not in k})
+    x, y = make_data(cfg)[:2]
+    c = types.SimpleNamespace(cfg=cfg, model=model, x=x, y=y, train=torch.ones(len(x), dtype=bool))
+    with torch.no_grad():  # model.py's scale_free without LayerNorm: the same function
+        want = M.ce(off(x, scale_free=True).double(), y)
+        assert M.sr_train(c) == pytest.approx(want, rel=1e-10)
+        assert M.MEASURES["sr_train_ln"](c) != pytest.approx(want, rel=1e-3)  # ours keeps LN
+
+
+def test_effective_rank_rank_and_spectrum_exponent():
+    Q = torch.linalg.qr(torch.randn(200, 16, dtype=torch.float64))[0]
+    assert M.effective_rank(Q) == pytest.approx(16)
+    rank_one = Q[:, :1] @ torch.randn(1, 16, dtype=torch.float64)
+    assert M.effective_rank(rank_one) == pytest.approx(1, abs=1e-6)
+    assert M.matrix_rank(Q) == 16 and M.matrix_rank(rank_one) == 1
+    assert M.matrix_rank(Q[:, :3] @ torch.randn(3, 16, dtype=torch.float64)) == 3
+    i = torch.arange(1, 17, dtype=torch.float64)
+    Z = Q * i ** -1.0  # eigenvalues of Z^T Z are i^-2
+    assert M.spectrum_exponent(Z) == pytest.approx(2.0, rel=1e-6)
+
+
+@pytest.mark.filterwarnings("error")  # e.g. vmap falling back to a per-example loop
+@pytest.mark.parametrize("n_layers", [1, 2])
+def test_ntk_equals_explicit_per_example_gradients(n_layers):
+    cfg = Config(p=7, d_model=8, n_heads=2, d_mlp=16, n_layers=n_layers, dtype="float64")
+    model = build_model(cfg)
+    x = torch.tensor([[1, 2, 7], [3, 4, 7], [6, 0, 7]])
+    rows = []
+    for xi in x:  # Singh et al.: the gradient of the sum of all logits, every parameter
+        model.zero_grad()
+        model(xi[None]).sum().backward()
+        rows.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
+    J = torch.stack(rows)
+    assert J.shape[1] == sum(p.numel() for p in model.parameters())
+    torch.testing.assert_close(M.ntk(model, x), J @ J.T)
+
+
+def test_ntk_over_more_pairs_than_one_chunk_equals_it_over_any_two():
+    model = build_model(Config(p=17, d_model=8, n_heads=2, d_mlp=16, dtype="float64"))
+    x = torch.tensor([[a, b, 17] for a in range(17) for b in range(17)])  # 289 > 256 a chunk
+    K = M.ntk(model, x)
+    for i, j in ((0, 288), (5, 260), (255, 256)):  # the two in one chunk, or one in each
+        torch.testing.assert_close(K[[i, j]][:, [i, j]], M.ntk(model, x[[i, j]]))
+
+
+def test_hessian_top_eigenvalue_equals_the_explicit_hessian():
+    cfg = Config(model="mlp", p=5, d_model=3, d_mlp=8, dtype="float64", act="relu")
+    model = build_model(cfg)
+    x = torch.tensor([[a, b, 5] for a in range(5) for b in range(5)])
+    y = (x[:, 0] + x[:, 1]) % 5
+    E0 = model.embed.weight.detach().clone()
+
+    def loss(E):
+        logits = torch.func.functional_call(model, {"embed.weight": E}, (x,))
+        return torch.nn.functional.cross_entropy(logits, y)
+    H = hessian(loss, E0).reshape(E0.numel(), E0.numel())
+    top = torch.linalg.eigvalsh(H)
+    lam, _ = M.hessian_top(model, x, y, model.embed.weight, iters=300)
+    # power iteration: the eigenvalue largest in magnitude
+    expected = top[-1] if top[-1].abs() >= top[0].abs() else top[0]
+    assert lam == pytest.approx(float(expected), rel=1e-4)
+
+
+# ---------------------------------------------------------------- end to end
+
