@@ -47,6 +47,7 @@ def num(v):
 
 
 UNIFORM_AT = (0, 1000, 5000)  # and the last checkpoint
+BASE_FRAC = 0.5  # base.py's setting (Fig. 2, depth; Fig. 5, the primes); the rest trains 0.3
 
 
 def uniformity(runs):
@@ -66,9 +67,6 @@ def uniformity(runs):
         at = " / ".join(map(str, (*UNIFORM_AT, "last")))
         print(A.markdown(["setting", "seed", "last step", f"spread of norms at {at}",
                           f"spread of differences at {at}", f"MED at {at}"], rows))
-
-
-BASE_FRAC = 0.5  # base.py's setting (Fig. 2, depth; Fig. 5, the primes); the rest trains 0.3
 
 
 def depth(runs):
