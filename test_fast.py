@@ -170,7 +170,7 @@ def test_lr_and_wd_set_in_place_take_effect_in_a_recorded_cuda_graph():
     start, x = torch.randn(64, 32), torch.randn(128, 64)
     runs = {}
     for dev in ("cpu", "cuda"):
-        p, xd = start.to(dev, copy=True).requires_grad_(), x.to(dev)  # a copy: start stays as it was
+        p, xd = start.to(dev, copy=True).requires_grad_(), x.to(dev)  # start stays as it was
         opt = AdamW([p], (0.9, 0.98), 1e-8)
 
         def step():

@@ -10,9 +10,10 @@ def made_up_run(steps, mlp):
     m = {"step": steps, "test_loss": np.linspace(5, 1e-3, len(steps)),
          "train_loss": np.linspace(5, 1e-6, len(steps)), "update_norm": np.full(len(steps), 1e-2)}
     nan = np.full(len(steps), np.nan)  # what measures.py writes where a measure is undefined
-    r = {"step": steps, "med": np.linspace(1.4, 0.2, len(steps)), "ntk_distance": np.ones(len(steps)),
-         "eff_rank": np.ones(len(steps)), "c_fourier": np.linspace(0.01, 2, len(steps)),
-         "sr_train": nan if mlp else np.ones(len(steps)), "attn_entropy": nan if mlp else np.ones(len(steps))}
+    one = np.ones(len(steps))
+    r = {"step": steps, "med": np.linspace(1.4, 0.2, len(steps)), "ntk_distance": one,
+         "eff_rank": one, "c_fourier": np.linspace(0.01, 2, len(steps)),
+         "sr_train": nan if mlp else one, "attn_entropy": nan if mlp else one}
     return m, r
 
 
@@ -23,7 +24,7 @@ def test_cross_run_figures_skip_a_measure_no_run_has(tmp_path):
     made = set(os.listdir(tmp_path / "figures"))
     assert {"med_by_config.png", "c_fourier_by_config.png", "loss_by_config.png"} <= made
     assert "sr_train_by_config.png" not in made and "attn_entropy_by_config.png" not in made
-    groups["model=transformer"] = [made_up_run(steps, mlp=False)]  # one run has it: drawn
+    groups["model=transformer"] = [made_up_run(steps, mlp=False)]  # one has it: drawn
     plots.cross_run_figures(str(tmp_path), groups, {"model=mlp": [600], "model=transformer": []}, {},
                             {}, 0.01)
     assert "sr_train_by_config.png" in os.listdir(tmp_path / "figures")
