@@ -25,6 +25,6 @@ def test_cross_run_figures_skip_a_measure_no_run_has(tmp_path):
     assert {"med_by_config.png", "c_fourier_by_config.png", "loss_by_config.png"} <= made
     assert "sr_train_by_config.png" not in made and "attn_entropy_by_config.png" not in made
     groups["model=transformer"] = [made_up_run(steps, mlp=False)]  # one has it: drawn
-    plots.cross_run_figures(str(tmp_path), groups, {"model=mlp": [600], "model=transformer": []}, {},
-                            {}, 0.01)
+    grok = {"model=mlp": [600], "model=transformer": []}
+    plots.cross_run_figures(str(tmp_path), groups, grok, {}, {}, 0.01)
     assert "sr_train_by_config.png" in os.listdir(tmp_path / "figures")
