@@ -32,7 +32,7 @@ def norm(cfg, P, name, x):
     return F.rms_norm(x, (cfg.d_model,), P[name + ".weight"], cfg.ln_eps)
 
 
-def transformer_table(cfg, P, alpha, tokens):
+def transformer_table(cfg, P, alpha, tokens, train=True):
     """model.Transformer's logits for one layer. The loss is read at the last position, so
     only that position needs a query, MLP and unembedding, and every value before the
     attention mix depends on (token, position) alone: keys, values and scores are computed
@@ -64,13 +64,14 @@ def transformer_table(cfg, P, alpha, tokens):
         x = norm(cfg, P, "blocks.0.ln1", x)
     u = norm(cfg, P, "blocks.0.ln2", x) if place.mlp else x
     h = act(F.linear(u, P["blocks.0.fc1.weight"], P["blocks.0.fc1.bias"]))
+    h = F.dropout(h, cfg.dropout, train) if cfg.dropout else h          # model.Block's mask
     x = x + F.linear(h, P["blocks.0.fc2.weight"], P["blocks.0.fc2.bias"])
     if place.post:
         x = norm(cfg, P, "blocks.0.ln2", x)
     return alpha * (x @ P["unembed"])
 
 
-def mlp_table(cfg, P, alpha, tokens):
+def mlp_table(cfg, P, alpha, tokens, train=True):
     """model.EmbedMLP's logits. The first layer is linear in each input token's vector,
     fc1([u_a, u_b]) = W_a u_a + W_b u_b + bias, so it runs on the tables E W_a^T and E W_b^T
     (one-hot input: the columns of W themselves) gathered per example, instead of an
@@ -87,27 +88,33 @@ def mlp_table(cfg, P, alpha, tokens):
 
 
 def has_table(cfg):
-    return cfg.model == "mlp" or cfg.n_layers == 1 and cfg.dropout == 0
+    return cfg.model == "mlp" or cfg.n_layers == 1
 
 
 def forward_fn(model, fast=True):
     """f(P, buffers, tokens, train=True) -> logits: the table forward of the model's family
-    where it has one and fast is on (one layer without dropout, or the MLP), else model.py's
-    forward itself (train=False: in eval mode, no dropout)."""
+    where it has one and fast is on (one layer, or the MLP), else model.py's forward itself
+    (train=False: in eval mode, no dropout)."""
     cfg = model.cfg
     if fast and has_table(cfg):
         table = mlp_table if cfg.model == "mlp" else transformer_table
-        return lambda P, B, x, train=True: table(cfg, P, B["alpha"], x)
+        return lambda P, B, x, train=True: table(cfg, P, B["alpha"], x, train)
     base = copy.deepcopy(model).to("meta")  # the code; the parameters come in P
     return lambda P, B, x, train=True: functional_call(base.train(train), (P, B), (x,))
 
 
 def check_forward(model, fn, x, y):
     """Stop unless fn, the forward that trains, gives model.py's logits and gradients on the
-    probe batch (x, y). In float64, so rounding cannot hide a real difference."""
+    probe batch (x, y). In float64, so rounding cannot hide a real difference; each from one
+    seed, so dropout draws the same masks in both, and training's random state is untouched."""
     ref = copy.deepcopy(model).double()
     P, B = dict(ref.named_parameters()), dict(ref.named_buffers())
-    want, got = ref(x), fn(P, B, x)
+
+    def seeded(f):
+        with torch.random.fork_rng():
+            torch.manual_seed(0)
+            return f()
+    want, got = seeded(lambda: ref(x)), seeded(lambda: fn(P, B, x))
     err = float((got - want).detach().abs().max() / want.detach().abs().max())
     grads = [torch.autograd.grad(F.cross_entropy(out, y), list(P.values()), allow_unused=True)
              for out in (want, got)]

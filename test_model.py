@@ -177,6 +177,30 @@ def test_same_seed_same_initial_parameters_as_before(name):
         assert got[n] == pytest.approx(BEFORE[name][n], rel=1e-6, abs=1e-9), n
 
 
+def test_fast_table_forward_with_dropout_draws_model_pys_masks():
+    cfg = Config(dropout=0.3, dtype="float64", **{k: SMALL[k] for k in ("p", "d_model", "d_mlp")})
+    model = build_model(cfg)
+
+    def seeded(forward):
+        return lambda m, x: (torch.manual_seed(5), forward(m, x))[1]
+    assert_same_function(model, seeded(table), seeded(lambda m, x: m(x)))
+    x = tokens(cfg.p)
+    torch.manual_seed(5)
+    a = table(model, x)
+    assert not torch.equal(a, table(model, x))  # a fresh mask per call
+    f = forward_fn(model)
+    P, B = dict(model.named_parameters()), dict(model.named_buffers())
+    torch.testing.assert_close(f(P, B, x, train=False), model.eval()(x))  # off when evaluating
+
+
+def test_check_leaves_the_random_state_alone():
+    model = build_model(Config(dropout=0.3, **{k: SMALL[k] for k in ("p", "d_model", "d_mlp")}))
+    x, y = tokens(model.cfg.p), torch.randint(0, model.cfg.p, (200,))
+    state = torch.get_rng_state()
+    check_forward(model, forward_fn(model), x[:64], y[:64])
+    assert torch.equal(torch.get_rng_state(), state)
+
+
 # ---------------------------------------------------------------- fast.py: the start-up check
 
 def test_check_stops_when_model_py_changes_and_no_fast_trains_the_change(monkeypatch):

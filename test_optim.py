@@ -179,8 +179,7 @@ def test_dropout_trains_resumes_exactly_and_is_off_at_evaluation(tmp_path):
     cfg = small_cfg(steps=30, dropout=0.2)
     a = train(cfg, str(tmp_path / "a"), log=quiet)
     b = train(cfg, str(tmp_path / "b"), log=quiet)
-    # without dropout, on model.py's forward too (dropout has no table forward)
-    plain = train(small_cfg(steps=30), str(tmp_path / "p"), fast=False, log=quiet)
+    plain = train(small_cfg(steps=30), str(tmp_path / "p"), log=quiet)  # without dropout
     train(small_cfg(steps=15, dropout=0.2), str(tmp_path / "r"), log=quiet)
     resumed = train(cfg, str(tmp_path / "r"), resume=True, log=quiet)
     for k in ("train_loss", "test_loss", "update_norm"):
