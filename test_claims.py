@@ -330,3 +330,23 @@ def test_depth_table_counts_falls_below_0_9_after_first_reaching_it(tmp_path, ca
     claims.gu_table.uniformity(runs)  # the frac 0.5 run is depth's, not uniformity's
     assert [r.split(" | ")[0] for r in capsys.readouterr().out.splitlines()
             if "layer" in r] == ["| wd 1, 1 layer(s), frac 0.3, p 7"]
+
+
+def test_regularizers_counts_jumps_and_reads_the_fits_at_the_last_checkpoint(tmp_path, capsys):
+    steps = np.arange(0, 50, 10)
+    for seed, loss in ((0, [3.0, 0.1, 2.0, 0.01, 0.2]), (1, [3.0, 1.0, 0.5, 0.1, 0.05])):
+        run = tmp_path / f"s{seed}"
+        run.mkdir()
+        (run / "config.json").write_text(json.dumps(Config(seed=seed, steps=40).to_dict()))
+        np.savez(run / "metrics.npz", step=steps, train_loss=np.array(loss),
+                 test_loss=np.array([5.0, 4.0, 0.009, 0.5, 0.001]),
+                 test_acc=np.full(5, 0.5), collapse=np.array([0, 0.2, 0.7, 0.1, 0]))
+        np.savez(run / "analysis.npz", step=steps[::2], gini_embed=np.array([0.1, 0.2, 0.3]),
+                 gini_logit=np.array([0.1, 0.5, 0.6]), keys_logit=np.array([4, 17]),
+                 cos_r2_per_freq=np.array(0.9512), one_freq_share=np.array(0.8457))
+    claims.regularizers(str(tmp_path))
+    out = capsys.readouterr().out
+    # seed 0: 0.1 -> 2.0 and 0.01 -> 0.2 are jumps of more than 10x (the first at step 20)
+    assert "| all runs | 0 | 20 | 0.500 | 2 (20) | 0.70 | 40 | 0.30 / 0.60 | [4, 17] | 95.1% " \
+           "| 0.846 |" in out
+    assert "| all runs | 1 | 20 | 0.500 | 0 (-) |" in out
