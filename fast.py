@@ -3,7 +3,7 @@ The speed layer: model.py's functions computed faster, and many runs trained as 
 
 - Table forwards: a one-layer transformer and the embedding-MLP computed on tables of the
   (token, position) rows they can see, gathered per example (bench.py times them).
-- Stacked: R runs of one shape as one module, their forwards vmapped.
+- Stacked: R runs of one shape as one module, their forwards vmapped (GPU).
 - check_forward(): the forward that trains against model.py's on a probe batch, at the start of
   every training run, so an edit to model.py is never silently bypassed.
 - cuda_graph(): a whole training step recorded once and replayed; tune_cpu(): CPU settings.
@@ -140,8 +140,9 @@ def unused(model, fn):
 
 
 class Stacked(nn.Module):
-    """R models of one shape trained as one: parameters stacked on a leading run axis and the
-    forward vmapped (torch.func), so a GPU runs R small models as one batch. An LN placement is
+    """R models of one shape trained as one: parameters stacked on a leading run axis and, on a
+    GPU, the forward vmapped (torch.func), so it runs R small models as one batch; on a CPU
+    run by run, each exactly as it would run alone. An LN placement is
     code, not parameters: each group of consecutive runs with one placement has its own
     forward. AdamW is elementwise, so one step on the stack is R separate steps."""
 
@@ -157,6 +158,13 @@ class Stacked(nn.Module):
             self.groups[-1][1] = r + 1
 
     def forward(self, x, train=True):  # (R, N, 3) -> (R, N, n_out)
+        if not x.is_cuda:  # a CPU gains nothing from vmap's batched products (bench.py --runs:
+            # they copy, and model.py's forward runs ~1.7x slower so): run by run, as alone
+            cols = [p.unbind(0) for p in self.flat]  # views; unbind's backward is one stack
+            bufs = {n: b.unbind(0) for n, b in self.bufs.items()}
+            return torch.stack([fn({n: c[r] for n, c in zip(self.names, cols)},
+                                   {n: b[r] for n, b in bufs.items()}, x[r], train)
+                                for s, e, fn in self.groups for r in range(s, e)])
         # dropout: each run its own masks, all from torch's one generator
         out = [vmap(lambda P, B, x: fn(P, B, x, train), randomness="different")(
                    {n: p[s:e] for n, p in zip(self.names, self.flat)},

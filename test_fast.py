@@ -28,15 +28,20 @@ def test_batched_runs_equal_separate_runs_and_resume(device, tmp_path):
     cfgs = [small_cfg(steps=30, **kw) for kw in BATCHED]
     dirs = [str(tmp_path / f"b{r}") for r in range(3)]
     batched = train(cfgs, dirs, device, log=quiet)
+    # a CPU runs a stack run by run: the same arithmetic as alone (only the norms, summed over
+    # the stack, round apart); a GPU vmaps it: batched products, rounded apart
+    tol = dict(rtol=0, atol=0) if device == "cpu" else dict(rtol=1e-4, atol=1e-5)
     for r, cfg in enumerate(cfgs):
         alone = train(cfg, str(tmp_path / f"s{r}"), device, log=quiet)
         for k in ("train_loss", "test_loss", "train_acc", "weight_norm", "update_norm"):
-            np.testing.assert_allclose(batched[r][k], alone[k], rtol=1e-4, atol=1e-6, err_msg=k)
+            exact = k.startswith(("train", "test")) and device == "cpu"
+            np.testing.assert_allclose(batched[r][k], alone[k], **(tol if exact else dict(
+                rtol=1e-4, atol=1e-6)), err_msg=k)
         a = torch.load(tmp_path / f"b{r}" / "ckpt" / "step_000030.pt", weights_only=True)["model"]
         b = torch.load(tmp_path / f"s{r}" / "ckpt" / "step_000030.pt", weights_only=True)["model"]
         assert a.keys() == b.keys()
         for n in a:
-            torch.testing.assert_close(a[n], b[n], rtol=1e-4, atol=1e-5)
+            torch.testing.assert_close(a[n], b[n], **tol)
         ck = torch.load(tmp_path / f"b{r}" / "resume.pt", weights_only=True)  # this run's only
         state = [v for st in ck["optim"]["state"].values() for v in st.values()]
         for t in [*ck["model"].values(), *state]:
