@@ -350,3 +350,23 @@ def test_regularizers_counts_jumps_and_reads_the_fits_at_the_last_checkpoint(tmp
     assert "| all runs | 0 | 20 | 0.500 | 2 (20) | 0.70 | 40 | 0.30 / 0.60 | [4, 17] | 95.1% " \
            "| 0.846 |" in out
     assert "| all runs | 1 | 20 | 0.500 | 0 (-) |" in out
+
+
+def test_cleanup_prints_the_mainline_runs_every_1600_steps_to_16k_then_every_10k(tmp_path,
+                                                                                   capsys):
+    steps = np.arange(0, 40001, 400)
+    for name, kw in (("main", {}), ("drop", dict(wd=0.0, dropout=0.1)),
+                     ("f32", dict(loss_dtype="float32"))):
+        run = tmp_path / name
+        run.mkdir()
+        (run / "config.json").write_text(json.dumps(Config(steps=40000, **kw).to_dict()))
+        np.savez(run / "metrics.npz", step=steps)
+        np.savez(run / "analysis.npz", step=steps, keys=np.array([7, 13]),
+                 **{k: steps / 1e4 for k in ("test_loss", "restricted_loss", "excluded_loss",
+                                             "gini_embed", "gini_logit", "weight_norm")})
+    claims.cleanup(str(tmp_path))
+    out = capsys.readouterr().out
+    assert "main keys [ 7 13]" in out and "drop" not in out and "f32" not in out
+    rows = [line.split("|")[1].strip() for line in out.splitlines()
+            if line.startswith("| ") and not line.startswith("| step")]
+    assert rows == [str(s) for s in sorted({*range(0, 16001, 1600), *range(0, 40001, 10000)})]

@@ -28,12 +28,15 @@ from optim import schedule  # noqa: E402
 from train import first_below  # noqa: E402
 
 
-def load(root, analysed=False):
-    """{run: (cfg, metrics, analysis)} of the runs right below root. A run without checkpoints
-    (a copy in reproduction/) brings the analysis.npz it was copied with."""
+def load(root, analysed=False, keep=lambda cfg: True):
+    """{run: (cfg, metrics, analysis)} of the runs right below root whose config passes keep.
+    A run without checkpoints (a copy in reproduction/) brings the analysis.npz it was copied
+    with."""
     done = {}
     for run in sorted(map(os.path.dirname, glob.glob(os.path.join(root, "*", "metrics.npz")))):
         cfg = Config.from_dict(json.load(open(os.path.join(run, "config.json"))))
+        if not keep(cfg):
+            continue
         kept, res = os.path.join(run, "analysis.npz"), {}
         if analysed and not glob.glob(os.path.join(run, "ckpt", "step_*.pt")) \
                 and os.path.exists(kept):
@@ -302,17 +305,24 @@ def gu_runs(root):  # the hole runs, token uniformity, depth, the DNN, then anal
     summary(root, runs)
 
 
+def mainline(cfg):
+    """Nanda et al.'s mainline regularization: weight decay, no dropout or L1, a float64 loss."""
+    return cfg.wd > 0 and not cfg.dropout and not cfg.l1 and cfg.loss_dtype == "float64"
+
+
 def cleanup(root):
-    """Nanda et al.'s mainline through cleanup: key frequencies, the neuron and logit fits,
-    and the progress measures every 4th checkpoint."""
-    for run in sorted(load(root, analysed=True)):
-        a = dict(np.load(os.path.join(run, "analysis.npz")))
+    """Nanda et al.'s mainline through cleanup (runs with the mainline's regularization): key
+    frequencies, the neuron and logit fits, and the progress measures every 1600 steps up to
+    step 16000 (the paper's cleanup ends at ~14k), then every 10000."""
+    for run, (_, _, a) in load(root, analysed=True, keep=mainline).items():
         print(run, *(f"{k} {a[k]}" for k in ("keys", "keys_logit", "keys_neurons",
                                               "one_freq_share", "cos_r2", "cos_r2_per_freq")
                      if k in a))
         keys = ("step", "test_loss", "restricted_loss", "excluded_loss", "gini_embed",
                 "gini_logit", "weight_norm")
-        rows = [[f"{a[k][i]:.3g}" for k in keys] for i in range(0, len(a["step"]), 4)]
+        at = ((a["step"] <= 16000) & (a["step"] % 1600 == 0)) | (a["step"] % 10000 == 0)
+        rows = [[str(int(a["step"][i]))] + [f"{a[k][i]:.3g}" for k in keys[1:]]
+                for i in np.nonzero(at)[0]]
         print(A.markdown(list(keys), rows))
 
 
@@ -342,9 +352,9 @@ SECTIONS = {  # name: (REPRODUCTION.md's heading, folder, what makes it, printer
     "fractions": ("Training fractions 0.4-0.9 (Nanda et al.'s released sweep)",
                   "runs/nanda_fractions", "bash experiments/nanda_fractions.sh --list | bash",
                   metrics_table.main),
-    "cleanup": ("The mainline through cleanup (Nanda et al.)", "runs/nanda_cleanup",
-                "python train.py --preset nanda --seed 0 --steps 16000 --out runs/nanda_cleanup",
-                cleanup),
+    "cleanup": ("The mainline through cleanup (Nanda et al.)", "runs/nanda_regularizers",
+                "python train.py --preset nanda --split-rng nanda --seed 0 1 2 "
+                "--out runs/nanda_regularizers", cleanup),
     "gu": ("Dug-out training sets, a^2+ab+b^2 and depth (Gu et al.)", "runs/gu",
            "bash experiments/gu.sh --list | bash", gu_runs),
     "gu_setting": ("Gu et al. in their code's setting", "runs/gu_setting",
