@@ -9,7 +9,7 @@ The speed layer: model.py's functions computed faster, and many runs trained as 
 - cuda_graph(): a whole training step recorded once and replayed; tune_cpu(): CPU settings.
 
 Everything here is a function of a parameter dict P (name -> tensor, model.py's names), so a
-single run and a vmapped stack of runs share one code path.
+single run and a stack of runs (vmapped, or run by run) share one code path.
 """
 import copy
 import ctypes
@@ -111,7 +111,7 @@ def check_forward(model, fn, x, y):
     P, B = dict(ref.named_parameters()), dict(ref.named_buffers())
 
     def seeded(f):
-        with torch.random.fork_rng():
+        with torch.random.fork_rng(devices=[x.device.index] if x.is_cuda else []):
             torch.manual_seed(0)
             return f()
     want, got = seeded(lambda: ref(x)), seeded(lambda: fn(P, B, x))
@@ -142,7 +142,8 @@ def unused(model, fn):
 class Stacked(nn.Module):
     """R models of one shape trained as one: parameters stacked on a leading run axis and, on a
     GPU, the forward vmapped (torch.func), so it runs R small models as one batch; on a CPU
-    run by run, each exactly as it would run alone. An LN placement is
+    run by run, each computed as it would be alone (dropout masks aside: the runs draw them in
+    turn from torch's one generator). An LN placement is
     code, not parameters: each group of consecutive runs with one placement has its own
     forward. AdamW is elementwise, so one step on the stack is R separate steps."""
 

@@ -22,7 +22,6 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch.func import functional_call, grad, vmap
-from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from data import all_pairs, hole_mask, train_mask
 from fourier import (ONE_FREQ, ce, cos_fit_r2, cos_template_r2, excluded_loss, fourier_basis,
@@ -185,8 +184,7 @@ def ntk(model, x):
 
     def f(prm, xi):
         return functional_call(model, prm, (xi[None],)).sum()
-    with sdpa_kernel(SDPBackend.MATH):  # batchable attention for deeper models, as in Stacked
-        J = vmap(grad(f), in_dims=(None, 0), chunk_size=256)(params, x)  # bounded memory
+    J = vmap(grad(f), in_dims=(None, 0), chunk_size=256)(params, x)  # bounded memory
     J = torch.cat([j.flatten(1) for j in J.values()], 1).double()
     return J @ J.T
 
@@ -227,9 +225,10 @@ def run_context(cfg, model, final):
 
 
 def load_checkpoint_into(c, model, ck):
-    """c at checkpoint ck: the model in float64 and one forward over every pair."""
+    """c at checkpoint ck: the model in float64 and in eval mode (the trained function, no
+    dropout mask) and one forward over every pair."""
     model.load_state_dict(ck["model"])
-    c.model, c.step, c.cache = model.double(), ck["step"], {}
+    c.model, c.step, c.cache = model.double().eval(), ck["step"], {}
     c.logits = c.model(c.x, cache=c.cache).double()
     c.L = c.logits[:, :c.p]
     c.E, c.E_b = embedding(c.model, c.cfg), embedding(c.model, c.cfg, 1)

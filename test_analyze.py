@@ -185,3 +185,18 @@ def test_imports_run_one_way():
     assert project_imports(M.__file__) <= {"data", "model", "fourier"}
     assert project_imports(fourier.__file__) == set()
     assert project_imports(A.__file__) == {"data", "model", "train", "measures", "plots"}
+
+
+def test_a_dropout_run_is_measured_without_dropout(tmp_path):
+    """The measures read the trained function: the analysis's test loss at each checkpoint is
+    the one training evaluated (no mask), the same whatever the random state."""
+    run = str(tiny_run(tmp_path, "drop", dropout=0.5))
+    m = dict(np.load(os.path.join(run, "metrics.npz")))
+    torch.manual_seed(1)
+    a = A.analyse_run(run, log=lambda *_: None)
+    np.testing.assert_allclose(a["test_loss"], m["test_loss"][np.isin(m["step"], a["step"])],
+                               rtol=1e-5)
+    os.remove(os.path.join(run, "analysis.npz"))
+    torch.manual_seed(2)
+    np.testing.assert_array_equal(A.analyse_run(run, log=lambda *_: None)["test_loss"],
+                                  a["test_loss"])
