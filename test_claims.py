@@ -340,16 +340,17 @@ def test_regularizers_counts_jumps_and_reads_the_fits_at_the_last_checkpoint(tmp
         (run / "config.json").write_text(json.dumps(Config(seed=seed, steps=40).to_dict()))
         np.savez(run / "metrics.npz", step=steps, train_loss=np.array(loss),
                  test_loss=np.array([5.0, 4.0, 0.009, 0.5, 0.001]),
-                 test_acc=np.full(5, 0.5), collapse=np.array([0, 0.2, 0.7, 0.1, 0]))
+                 test_acc=np.array([0.0, 0.2, 0.96, 0.9, 0.97]),
+                 collapse=np.array([0, 0.2, 0.7, 0.1, 0]))
         np.savez(run / "analysis.npz", step=steps[::2], gini_embed=np.array([0.1, 0.2, 0.3]),
                  gini_logit=np.array([0.1, 0.5, 0.6]), keys_logit=np.array([4, 17]),
                  cos_r2_per_freq=np.array(0.9512), one_freq_share=np.array(0.8457))
     claims.regularizers(str(tmp_path))
     out = capsys.readouterr().out
     # seed 0: 0.1 -> 2.0 and 0.01 -> 0.2 are jumps of more than 10x (the first at step 20)
-    assert "| all runs | 0 | 20 | 0.500 | 2 (20) | 0.70 | 40 | 0.30 / 0.60 | [4, 17] | 95.1% " \
-           "| 0.846 |" in out
-    assert "| all runs | 1 | 20 | 0.500 | 0 (-) |" in out
+    assert "| all runs | 0 | 20 | 20 | 0.970 / 0.001 | 2 (20) | 0.70 | 40 | 0.30 / 0.60 | [4, 17] " \
+           "| 95.1% | 0.846 |" in out
+    assert "| all runs | 1 | 20 | 20 | 0.970 / 0.001 | 0 (-) |" in out
 
 
 def test_cleanup_prints_the_mainline_runs_every_1600_steps_to_16k_then_every_10k(tmp_path,
