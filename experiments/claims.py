@@ -294,9 +294,9 @@ def regularizers(root):
                          str([int(k) for k in a["keys_logit"]]),
                          f"{100 * a['cos_r2_per_freq']:.1f}%", f"{a['one_freq_share']:.3f}"])
     print(A.markdown(["configuration", "seed", "test loss <= 0.01 at", "test acc >= 0.95 at",
-                      "final test acc / loss", "train-loss jumps > 10x (first at)", "max softmax-collapse share",
-                      "steps run", "Gini W_E / W_L", "key frequencies (W_L)", "logit FVE",
-                      "one-frequency neurons"], rows))
+                      "final test acc / loss", "train-loss jumps > 10x (first at)",
+                      "max softmax-collapse share", "steps run", "Gini W_E / W_L",
+                      "key frequencies (W_L)", "logit FVE", "one-frequency neurons"], rows))
 
 
 def gu_runs(root):  # the hole runs, token uniformity, depth, the DNN, then analyze.py's summary
