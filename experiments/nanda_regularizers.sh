@@ -2,8 +2,9 @@
 # weight decay replaced by dropout on the MLP neurons or by an L1 penalty added to the loss (not
 # decoupled), and the loss in float32 against float64 (slingshots). The paper's text, as we hold
 # it, lost its numbers (the dropout rates, L1's lambda): the values below are ours.
-# 15 runs of 40k steps, all on fast.py's table forward (dropout too): ~2.2-3 h for the three
-# seeds of one line batched on one CPU thread (2-vCPU AMD EPYC Zen 4), minutes on a GPU (--batched).
+# 15 runs of 40k steps, all on fast.py's table forward (dropout too): 2.7-2.8 h for the three
+# seeds of one line batched on one CPU thread beside one or two other processes (the mainline,
+# float32; 2-vCPU AMD EPYC Zen 4), minutes on a GPU (--batched).
 source "$(dirname "$0")/jobs.sh"
 OUT=runs/nanda_regularizers
 jobs() { for s in 0 1 2; do
