@@ -348,8 +348,8 @@ def test_regularizers_counts_jumps_and_reads_the_fits_at_the_last_checkpoint(tmp
     claims.regularizers(str(tmp_path))
     out = capsys.readouterr().out
     # seed 0: 0.1 -> 2.0 and 0.01 -> 0.2 are jumps of more than 10x (the first at step 20)
-    assert "| all runs | 0 | 20 | 20 | 0.970 / 0.001 | 2 (20) | 0.70 | 40 | 0.30 / 0.60 | [4, 17] " \
-           "| 95.1% | 0.846 |" in out
+    assert "| all runs | 0 | 20 | 20 | 0.970 / 0.001 | 2 (20) | 0.70 | 40 | 0.30 / 0.60 | " \
+           "[4, 17] | 95.1% | 0.846 |" in out
     assert "| all runs | 1 | 20 | 20 | 0.970 / 0.001 | 0 (-) |" in out
 
 

@@ -308,15 +308,11 @@ def gu_runs(root):  # the hole runs, token uniformity, depth, the DNN, then anal
     summary(root, runs)
 
 
-def mainline(cfg):
-    """Nanda et al.'s mainline regularization: weight decay, no dropout or L1, a float64 loss."""
-    return cfg.wd > 0 and not cfg.dropout and not cfg.l1 and cfg.loss_dtype == "float64"
-
-
 def cleanup(root):
     """Nanda et al.'s mainline through cleanup (runs with the mainline's regularization): key
     frequencies, the neuron and logit fits, and the progress measures every 1600 steps up to
     step 16000 (the paper's cleanup ends at ~14k), then every 10000."""
+    mainline = lambda c: c.wd > 0 and not c.dropout and not c.l1 and c.loss_dtype == "float64"
     for run, (_, _, a) in load(root, analysed=True, keep=mainline).items():
         print(run, *(f"{k} {a[k]}" for k in ("keys", "keys_logit", "keys_neurons",
                                               "one_freq_share", "cos_r2", "cos_r2_per_freq")
