@@ -194,9 +194,9 @@ def sweeps(groups, varying):
     if not runs:
         return {}
 
-    def is_num(o):
-        v = getattr(runs[0][1], o)
-        return isinstance(v, (int, float)) and not isinstance(v, bool)
+    def is_num(o):  # in every run: --batch-size is None in a full-batch one
+        return all(isinstance(getattr(c, o), (int, float)) and not isinstance(getattr(c, o), bool)
+                   for _, c, _, _ in runs)
     out = {}
     for opt in filter(is_num, varying):
         base = {o: Counter(getattr(c, o) for _, c, _, _ in runs).most_common(1)[0][0]

@@ -235,20 +235,23 @@ def cuda_graph(step, params, opt):
     graph.replay(). A small model's eager GPU step is bound by launching its hundreds of small
     kernels, and the full batch never changes, so the step is recorded once. The graph reads
     tensors, not Python numbers: lr and weight decay are tensors updated in place (train.py).
-    The warm-up runs that CUDA graphs need (on a side stream: cuBLAS) are undone, so training
-    goes on from where it was; the optimizer state must exist already (one eager step)."""
+    The warm-up runs that CUDA graphs need (on a side stream: cuBLAS) are undone, the dropout
+    masks they draw too (a resumed run records later than a fresh one, and must draw the same
+    masks), so training goes on from where it was; the optimizer state must exist already (one
+    eager step)."""
     state = [v for s in opt.state.values() for v in s.values() if torch.is_tensor(v)]
     assert state, "take one eager step before recording: the optimizer state must exist"
     saved = [t.detach().clone() for t in params + state]
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        for _ in range(3):
+    with torch.random.fork_rng(devices=[params[0].device]):
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                step()
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
             step()
-    torch.cuda.current_stream().wait_stream(side)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        step()
     with torch.no_grad():
         for t, v in zip(params + state, saved):
             t.copy_(v)

@@ -43,8 +43,9 @@ def sum_directions(p, keys):
     a, b = torch.meshgrid(torch.arange(p), torch.arange(p), indexing="ij")
     s = (a + b).flatten().double()
     cols = [torch.ones(p * p, dtype=torch.float64)]
-    for k in keys:
-        cols += [torch.cos(2 * math.pi * k * s / p), torch.sin(2 * math.pi * k * s / p)]
+    for k in keys:  # an even p's frequency p/2 has no sine (sin(pi (a+b)) = 0)
+        cols += [torch.cos(2 * math.pi * k * s / p)] + \
+            ([torch.sin(2 * math.pi * k * s / p)] if 2 * k != p else [])
     U = torch.stack(cols, 1)
     return U / U.norm(dim=0)
 
@@ -88,7 +89,7 @@ def neuron_frequencies(acts, B):
     p = B.shape[0]
     A = acts.double().reshape(p, p, -1)
     F2 = torch.einsum("ia,jb,abn->ijn", B, B, A - A.mean((0, 1)))  # (p, p, neurons)
-    idx = lambda k: [0, 2 * k - 1, 2 * k]
+    idx = lambda k: [i for i in (0, 2 * k - 1, 2 * k) if i < p]  # even p: p/2 has no sine row
     share = torch.stack([(F2[idx(k)][:, idx(k)] ** 2).sum((0, 1)) for k in range(1, p // 2 + 1)])
     share = share / (F2 ** 2).sum((0, 1))
     best = share.max(0)

@@ -369,9 +369,10 @@ FINAL = {  # at the final checkpoint only: name -> function of its context (None
     "ablate_all_but_keys": lambda c: (restricted_loss(c.L, c.y, c.p, c.keys) if c.is_add
                                       else np.nan),
     "cos_r2": lambda c: cos_template_r2(c.L, c.p, c.keys) if c.keys and c.is_add else np.nan,
-    # Nanda et al.'s Table 1 fit: a coefficient per key frequency (93.2-98.2% in the paper)
-    "cos_r2_per_freq": lambda c: (cos_fit_r2(c.L, c.p, c.keys) if c.keys and c.is_add
-                                  else np.nan),
+    # Nanda et al.'s Table 1 and 5 fit: a coefficient per key frequency, those of W_L as their
+    # Table 5 lists them beside it (93.2-98.2% in their Table 1)
+    "cos_r2_per_freq": lambda c: (cos_fit_r2(c.L, c.p, FINAL["keys_logit"](c).tolist())
+                                  if c.is_add and len(FINAL["keys_logit"](c)) else np.nan),
     # their per-neuron rule: each MLP neuron's frequency and share of variance; the share of
     # neurons explained by one frequency (433 of 512 in the paper) and those frequencies
     "neuron_freq": lambda c: neurons(c)[0].numpy(),

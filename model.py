@@ -143,10 +143,12 @@ class Config:
                            f"choose from {', '.join(allowed)}")
         p, d = self.p, self.d_model
         for k in ("p", "n_layers", "d_model", "n_heads", "d_mlp", "steps", "eval_every",
-                  "ckpt_every", "gf_window"):
-            least = 2 if k == "p" else 1
-            if getattr(self, k) < least:
-                raise Stop(f"--{flag(k)} {getattr(self, k)} must be at least {least}")
+                  "ckpt_every", "gf_window", "seed", "data_seed", "b_offset"):
+            least = 2 if k == "p" else 0 if k in ("seed", "data_seed", "b_offset") else 1
+            v = getattr(self, k) or 0  # data_seed None; 2^63: the seeds numpy and torch take
+            if not least <= v < 2 ** 63:
+                raise Stop(f"--{flag(k)} {v} must be " + (f"at least {least}" if v < least else
+                                                        "below 2^63"))
         if self.op == "div" and any(p % q == 0 for q in range(2, int(p ** 0.5) + 1)):
             raise Stop(f"--op div needs a prime --p (b has no inverse mod {p})")
         if not 0 < self.frac < 1:
@@ -154,11 +156,11 @@ class Config:
         if self.split in ("square", "strip") and not 0 <= self.hole < p - 1:
             raise Stop(f"--hole {self.hole} must be in [0, {p - 2}] for p={p}: "
                        "the hole may not cover every a")
-        if self.b_offset < 0:
-            raise Stop(f"--b-offset {self.b_offset} must be non-negative")
-        if self.mlp_eq and (self.model != "mlp" or self.embed == "onehot" and self.n_vocab > d):
-            raise Stop("--mlp-eq needs --model mlp" if self.model != "mlp" else f"--mlp-eq pads "
-                       f"each one-hot to --d-model: {self.n_vocab} tokens do not fit in {d}")
+        if self.model == "mlp" and self.dropout or self.model == "transformer" and \
+                (self.embed == "onehot" or self.mlp_eq or not self.bias):  # else ignored
+            raise Stop("--embed, --mlp-eq and --no-bias need --model mlp, --dropout a transformer")
+        if self.mlp_eq and self.embed == "onehot" and self.n_vocab > d:
+            raise Stop(f"--mlp-eq: {self.n_vocab} one-hot tokens do not fit in --d-model {d}")
         if self.model == "mlp" and self.embed == "onehot" and self.b_offset:
             raise Stop("--b-offset needs learned embeddings: one-hot inputs are apart already")
         if self.split_rng != "torch" and (self.split != "random" or self.op == "div"):
@@ -167,25 +169,24 @@ class Config:
             raise Stop("--hole needs --split square or strip")
         if self.model == "transformer" and d % self.n_heads:
             raise Stop(f"--d-model {d} is not divisible by --n-heads {self.n_heads}")
-        if self.lr <= 0 or self.alpha <= 0 or min(self.wd, self.warmup, self.eps, self.l1) < 0:
-            raise Stop("--lr and --alpha must be positive, --wd, --warmup, --eps and --l1 "
-                       "non-negative")
+        for k in ("lr", "alpha", "wd", "warmup", "eps", "l1", "ln_eps", "gf_lamb"):
+            v, pos = getattr(self, k), k in ("lr", "alpha")
+            if not (0 < v if pos else 0 <= v) or v == math.inf:  # nan fails both comparisons
+                raise Stop(f"--{flag(k)} {v} must be finite and {'> 0' if pos else '>= 0'}")
         for k, v in (("betas", self.betas), ("gf-alpha", (self.gf_alpha,)),
                      ("dropout", (self.dropout,))):
             if not all(0 <= b < 1 for b in v):
                 raise Stop(f"--{k} {' '.join(map(str, v))} must be in [0, 1)")
-        if self.gf_lamb < 0:
-            raise Stop(f"--gf-lamb {self.gf_lamb} must be non-negative")
         if self.batch_size is not None and self.batch_size < 1:
             raise Stop(f"--batch-size {self.batch_size} must be at least 1")
         if self.sampling != "random" and self.batch_size is None:
             raise Stop(f"--sampling {self.sampling} orders mini-batches: it needs --batch-size")
-        if self.emb_lr_ratio != "auto":
-            try:
-                assert float(self.emb_lr_ratio) > 0
-            except (ValueError, AssertionError):
-                raise Stop(f"--emb-lr-ratio {self.emb_lr_ratio!r} must be a positive number "
-                           "or 'auto'")
+        try:
+            bad = self.emb_lr_ratio != "auto" and not 0 < float(self.emb_lr_ratio) < math.inf
+        except ValueError:
+            bad = True
+        if bad:
+            raise Stop(f"--emb-lr-ratio {self.emb_lr_ratio!r} must be a positive number or 'auto'")
         if self.model == "mlp" and self.embed == "onehot" and \
                 (self.emb_lr_ratio == "auto" or float(self.emb_lr_ratio) != 1):
             raise Stop("--emb-lr-ratio needs learned embeddings (--embed learned)")
@@ -211,9 +212,7 @@ PRESETS = {
 
 
 def make_norm(cfg):
-    if cfg.norm == "layernorm":
-        return nn.LayerNorm(cfg.d_model, eps=cfg.ln_eps)
-    return nn.RMSNorm(cfg.d_model, eps=cfg.ln_eps)
+    return (nn.LayerNorm if cfg.norm == "layernorm" else nn.RMSNorm)(cfg.d_model, eps=cfg.ln_eps)
 
 
 class Attention(nn.Module):

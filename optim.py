@@ -79,7 +79,10 @@ class AdamW(torch.optim.Optimizer):
             # a CUDA graph cannot read a host number; on the CPU a Python one, as torch's AdamW
             t = s["step"].double() if p.is_cuda else s["step"].item()
             denom = (s["exp_avg_sq"].sqrt() / (1 - b2 ** t) ** 0.5).add_(eps)
-            p.add_(s["exp_avg"] * per_run(-(lr / (1 - b1 ** t))) / denom)
+            step = s["exp_avg"] * per_run(-(lr / (1 - b1 ** t))) / denom
+            if eps == 0:  # moments exactly 0 (a parameter one run of a stack never reads): 0/0
+                step = torch.where(denom > 0, step, 0.0)
+            p.add_(step)
 
 
 def per_run_flat(t, stacked):

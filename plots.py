@@ -106,7 +106,7 @@ def med_cfourier_entropy(path, r, grok, thr):
     ent = r["attn_entropy_heads"]
     for h in range(ent.shape[1]):
         axs[2].plot(rs, ent[:, h], lw=0.8, label=f"head {h}")
-    axs[2].plot(rs, r["attn_entropy"], "k", label="mean")
+    axs[2].plot(rs, r["attn_entropy"], "k", label="of the head-averaged weights (Singh)")
     axs[2].set(ylabel="attention entropy (nats; max ln 3)", xlabel="step",
                title="attention entropy")
     axs[2].legend(fontsize=7)
@@ -172,11 +172,12 @@ def cross_run_figures(root, groups, grok, dots, sweeps, thr):
 
 
 def band(ax, runs, key, label, style, source=1):
-    """Mean over seeds and a min-max band; source 0: metrics, 1: analysis."""
+    """Mean over seeds and a min-max band; source 0: metrics, 1: analysis. On the steps of the
+    longest run, each run interpolated there (seeds may log at other steps); a run that stopped
+    early (--stop-after-grok) keeps its last value, as analyze.mean_curve_step."""
     color, ls = style
-    n = min(len(x[source][key]) for x in runs)
-    steps = runs[0][source]["step"][:n]
-    ys = np.stack([x[source][key][:n] for x in runs])
+    steps = max((x[source]["step"] for x in runs), key=len)
+    ys = np.stack([np.interp(steps, x[source]["step"], x[source][key]) for x in runs])
     ax.plot(steps, ys.mean(0), color=color, ls=ls, label=label)
     ax.fill_between(steps, ys.min(0), ys.max(0), color=color, alpha=0.2)
 

@@ -38,6 +38,7 @@ def test_analyze_folder_of_runs_and_skip_bad_ones(tmp_path, capsys):
     tiny_run(tmp_path, "mlp_s0", model="mlp")
     tiny_run(tmp_path, "dnn_s0", model="mlp", embed="onehot", n_layers=2, mlp_eq=True)  # Gu et al.
     tiny_run(tmp_path, "lr_s0", lr=3e-3)
+    tiny_run(tmp_path, "a_batch_s0", batch_size=16)  # first: --batch-size None elsewhere
     hole = tiny_run(tmp_path, "hole_s0", split="square", hole=4, steps=200, lr=1e-2, ckpt_every=100)
     os.makedirs(tmp_path / "empty" / "ckpt")
     (tmp_path / "empty" / "config.json").write_text("{}")

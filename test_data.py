@@ -192,7 +192,7 @@ def test_token_frequency_is_the_fraction_of_steps_a_token_is_seen():
     (["--sampling", "balanced"], "needs --batch-size"),
     (["--sampling", "even", "--batch-size", "8"], "unknown --sampling"),
     (["--loss-dtype", "float16"], "unknown --loss-dtype"),
-    (["--b-offset", "-1"], "must be non-negative"),
+    (["--b-offset", "-1"], "--b-offset -1 must be at least 0"),
 ])
 def test_bad_batch_and_vocabulary_options(argv, msg, tmp_path):
     with pytest.raises(SystemExit) as e:

@@ -14,6 +14,7 @@ import torch
 from torch.autograd.functional import hessian
 
 import analyze as A
+import fourier
 import measures as M
 from data import make_data
 from model import Config, build_model
@@ -52,6 +53,8 @@ def test_keys_of_the_neuron_logit_map_find_its_one_frequency():
         model.unembed[0], model.unembed[1] = torch.cos(w), torch.sin(w)
     c = types.SimpleNamespace(model=model, cfg=cfg, B=M.fourier_basis(P))
     assert M.FINAL["keys_logit"](c).tolist() == [4]
+    c.L, c.p, c.is_add, c.keys = fourier_logits(P, [4]), P, True, [7]  # W_E's keys: another
+    assert M.FINAL["cos_r2_per_freq"](c) == pytest.approx(1.0)  # fitted on W_L's, as Table 5
 
 
 def test_random_embedding_has_low_gini_and_small_c_fourier():
@@ -145,6 +148,15 @@ def test_neuron_frequency_rule_and_per_frequency_fit_on_made_up_arrays():
     L = 2 * fourier_logits(p, [3], 1.0) + 5 * fourier_logits(p, [5], 1.0)
     assert M.cos_fit_r2(L, p, [3, 5]) == pytest.approx(1.0)       # a coefficient each
     assert M.cos_template_r2(L, p, [3, 5]) < 0.9                   # one shared coefficient
+
+
+def test_an_even_p_has_frequency_p_over_2_without_a_sine():
+    p = 12
+    U = fourier.sum_directions(p, [6, 2])  # 1, cos 6, cos 2, sin 2
+    torch.testing.assert_close(U.T @ U, torch.eye(4, dtype=torch.float64))
+    a = torch.arange(p * p).double() // p
+    freq, share = M.neuron_frequencies(torch.cos(math.pi * a)[:, None], M.fourier_basis(p))
+    assert freq.tolist() == [6] and share.item() == pytest.approx(1.0)
 
 
 def test_rank_corr():

@@ -336,7 +336,7 @@ def test_gu_dnn_is_three_embeddings_into_two_hidden_layers():
     check_forward(m, forward_fn(m), x, torch.tensor([8, 12]))  # the fast path agrees
     bound = 1 / math.sqrt(16)  # nn.Linear's own init, as Gu et al.'s DNN
     assert m.hidden[0].weight.abs().max() <= bound and m.hidden[0].bias.abs().max() > 0
-    with pytest.raises(Stop, match="--mlp-eq needs"):
+    with pytest.raises(Stop, match="--mlp-eq and --no-bias need --model mlp"):
         Config(mlp_eq=True).check()
 
 

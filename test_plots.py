@@ -1,6 +1,7 @@
 """plots.py draws from arrays alone: fed made-up arrays here, no run, no model."""
 import os
 
+import matplotlib.pyplot as plt
 import numpy as np
 
 import plots
@@ -28,3 +29,12 @@ def test_cross_run_figures_skip_a_measure_no_run_has(tmp_path):
     grok = {"model=mlp": [600], "model=transformer": []}
     plots.cross_run_figures(str(tmp_path), groups, grok, {}, {}, 0.01)
     assert "sr_train_by_config.png" in os.listdir(tmp_path / "figures")
+
+
+def test_band_averages_the_seeds_at_one_step_though_they_log_at_others():
+    fig, ax = plt.subplots()
+    every_10 = ({"step": np.arange(0, 30, 10), "v": np.arange(0, 30, 10.0)},)
+    every_5 = ({"step": np.arange(0, 25, 5), "v": np.arange(0, 25, 5.0)},)
+    plots.band(ax, [every_10, every_5], "v", "seeds", ("k", "-"), source=0)
+    np.testing.assert_allclose(ax.lines[0].get_ydata(), ax.lines[0].get_xdata())  # v = step
+    plt.close(fig)

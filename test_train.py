@@ -16,6 +16,7 @@ import pytest
 import torch
 
 import optim
+import train as train_module
 from data import Stop, make_data
 from model import Config, LN_PLACEMENTS, build_model
 from optim import AdamW
@@ -51,6 +52,13 @@ def small_cfg(**kw):
     (["--seed", "0", "1", "--data-seed", "3", "4", "5"], "one per --seed (2)"),
     (["--preset", "alquabeh", "--embed", "onehot", "--emb-lr-ratio", "auto"],
      "needs learned embeddings"),
+    (["--seed", "-1"], "--seed -1 must be at least 0"), (["--seed", "0", "0"], "given twice"),
+    (["--lr", "nan"], "--lr nan must be finite"), (["--alpha", "inf"], "--alpha inf must be"),
+    (["--ln-eps", "-1"], "--ln-eps -1.0 must be finite and >= 0"), (["--gf-lamb", "nan"], "lamb"),
+    (["--emb-lr-ratio", "inf"], "--emb-lr-ratio 'inf' must be"), (["--no-bias"], "--model mlp"),
+    (["--embed", "onehot"], "need --model mlp"), (["--preset", "alquabeh", "--dropout", "0.1"],
+                                                  "--dropout a transformer"),
+    (["--stop-after-grok", "-5"], "--stop-after-grok -5 must be non-negative"),
 ])
 def test_bad_input_is_refused(argv, msg, tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
@@ -75,6 +83,11 @@ def test_resume_refuses_missing_corrupt_and_different(tmp_path):
         main(args)
     with pytest.raises(SystemExit, match="different config \\(lr\\)"):
         main(args + ["--resume", "--lr", "0.01"])
+    with pytest.raises(SystemExit, match="at step 10, past --steps 5"):
+        main(args + ["--resume", "--steps", "5"])
+    os.remove(tmp_path / "r" / "metrics.npz")
+    with pytest.raises(SystemExit, match="metrics.npz is missing or corrupt"):
+        main(args + ["--resume", "--steps", "20"])
     path = tmp_path / "r" / "resume.pt"
     path.write_bytes(path.read_bytes()[:1000])  # truncated
     with pytest.raises(SystemExit, match="corrupt checkpoint"):
@@ -201,12 +214,42 @@ def test_ctrl_c_saves_a_run_that_resume_finishes(tmp_path):
 
 
 def test_nan_stops_and_keeps_the_last_good_checkpoint(tmp_path):
-    logs = []
-    train(small_cfg(steps=200, lr=1e30, eps=1e-30, eval_every=1), str(tmp_path / "r"),
-          log=logs.append)
-    assert any("error: train loss is nan" in s or "error: train loss is inf" in s for s in logs)
+    with pytest.raises(Stop, match="train loss is (nan|inf) at step [1-9].*last good checkpoint"):
+        train(small_cfg(steps=200, lr=1e30, eps=1e-30, eval_every=1), str(tmp_path / "r"),
+              log=quiet)
     ck = load_checkpoint(str(tmp_path / "r" / "resume.pt"))
     assert all(torch.isfinite(v).all() for v in ck["model"].values())
+
+
+def test_resume_is_exact_after_ctrl_c_between_evaluations_or_a_crash_in_save(tmp_path,
+                                                                            monkeypatch):
+    cfg = lambda: small_cfg(steps=30, emb_lr_ratio="auto")  # the ratio follows the weights
+    full = train(cfg(), str(tmp_path / "full"), log=quiet)
+    hyper, save_metrics = train_module.set_hyper, train_module.save_metrics
+    monkeypatch.setattr(train_module, "set_hyper", lambda opt, n, c, step, *a: (
+        step == 12 and os.kill(os.getpid(), signal.SIGINT), hyper(opt, n, c, step, *a))[1])
+    train(cfg(), str(tmp_path / "c"), log=quiet)  # Ctrl-C at step 12: saved at 13
+    calls = []  # a crash (a kill) in the second save, the step-10 one
+    monkeypatch.setattr(train_module, "save_metrics", lambda *a: (
+        calls.append(1), len(calls) == 2 and 1 / 0, save_metrics(*a)))
+    monkeypatch.setattr(train_module, "set_hyper", hyper)
+    with pytest.raises(ZeroDivisionError):
+        train(cfg(), str(tmp_path / "k"), log=quiet)
+    monkeypatch.setattr(train_module, "save_metrics", save_metrics)
+    for run in ("c", "k"):
+        resumed = train(cfg(), str(tmp_path / run), resume=True, log=quiet)
+        for k in train_module.KEYS:
+            np.testing.assert_array_equal(resumed[k], full[k], err_msg=f"{run}: {k}")
+
+
+def test_stop_after_grok_holds_after_a_resume(tmp_path, monkeypatch):
+    monkeypatch.setattr(train_module, "first_below", lambda steps, v: 0 if steps else None)
+    full = train(small_cfg(steps=60), str(tmp_path / "full"), stop_after_grok=13, log=quiet)
+    train(small_cfg(steps=12), str(tmp_path / "r"), log=quiet)
+    resumed = train(small_cfg(steps=60), str(tmp_path / "r"), resume=True, stop_after_grok=13,
+                    log=quiet)
+    assert full["step"] == resumed["step"] == [0, 5, 10, 13]
+    np.testing.assert_array_equal(resumed["test_loss"], full["test_loss"])
 
 
 # ---------------------------------------------------------------- training works

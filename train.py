@@ -99,6 +99,9 @@ def parse_args(argv=None):
     given = {f.name: getattr(args, f.name) for f in fields(Config)
              if getattr(args, f.name) is not None}
     multi = {k: given[k] for k in MULTI if k in given}
+    for k, v in multi.items():
+        if len(set(v)) < len(v):
+            raise Stop(f"--{flag(k)}: a value is given twice")
     # several data seeds: one per --seed, paired in order (a split drawn apart from the init)
     seeds, data_seeds = given.get("seed", [None]), given.get("data_seed", [None])
     if len(data_seeds) not in (1, len(seeds)):
@@ -178,12 +181,17 @@ def resume_runs(cfgs, run_dirs, model, opt, log):
         if "rng" in cks[0]:
             rng_state(cks[0]["rng"])
     except (KeyError, ValueError, RuntimeError) as e:
-        raise Stop(f"--resume: {run_dirs[0]}/resume.pt does not fit this code "
-                   f"({type(e).__name__}); start the run again")
+        raise Stop(f"--resume: {run_dirs[0]}/resume.pt does not fit this code or these runs "
+                   f"({type(e).__name__}): resume the runs one at a time, or start again")
     start = cks[0]["step"]
+    if cfgs[0].steps < start:
+        raise Stop(f"--resume: {run_dirs[0]} is at step {start}, past --steps {cfgs[0].steps}")
     metrics = []
     for d in run_dirs:
-        old = np.load(os.path.join(d, "metrics.npz"))
+        try:
+            old = dict(np.load(os.path.join(d, "metrics.npz")))
+        except Exception as e:  # missing, truncated: np.load raises several kinds
+            raise Stop(f"--resume: {d}/metrics.npz is missing or corrupt ({type(e).__name__})")
         keep = old["step"] < start  # rows from `start` on are recomputed, as uninterrupted
         # a column newer than the run: NaN before the resume
         metrics.append({k: list(old[k][keep]) if k in old else [np.nan] * int(keep.sum())
@@ -199,6 +207,8 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
     several runs, a list of them)."""
     single = isinstance(cfgs, Config)
     cfgs, run_dirs = ([cfgs], [run_dirs]) if single else (list(cfgs), list(run_dirs))
+    if (stop_after_grok or 0) < 0:
+        raise Stop(f"--stop-after-grok {stop_after_grok} must be non-negative")
     device = check_options(cfgs, run_dirs, device, resume)
     tune_cpu()
     cfg, R = cfgs[0], len(cfgs)
@@ -217,7 +227,9 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
     idx = torch.zeros(R, cfg.batch_size or 0, dtype=torch.long, device=device)
     f_E = [token_frequency(c, x) for c, x in zip(cfgs, x_tr)]
     run_params = lambda r: {n: p[r] if R > 1 else p for n, p in zip(names, params)}
-    ratios = [emb_lr_ratio(run_params(r), c, f_E[r]) for r, c in enumerate(cfgs)]
+    # after a resume between two evaluations (Ctrl-C), the ratio of the last one, as uninterrupted
+    ratios = [m["emb_lr_ratio"][-1] if m["step"] and np.isfinite(m["emb_lr_ratio"][-1]) else
+              emb_lr_ratio(run_params(r), c, f_E[r]) for r, (c, m) in enumerate(zip(cfgs, metrics))]
     graphing, graph = device == "cuda", None  # GPU: the step is recorded once, then replayed
 
     def step_loss():  # what a step descends: the loss on the training set or on the batch
@@ -232,29 +244,29 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
             losses = losses + cfg.l1 * sum(p.abs().reshape(R, -1).sum(1) for p in params)
         losses.sum().backward()  # runs share no parameter: each gets its own gradient
         # AdamW eps 0 divides m by sqrt(v): where a gradient stays exactly 0, flushed moments
-        # reach 0 and the update 0/0 = NaN; kept, they stop at the smallest denormal, as on a GPU
+        # reach 0 (no step); kept, they stop at the smallest denormal, as torch's AdamW and a GPU
         torch.set_flush_denormal(cfg.eps > 0)
         opt.step()
         torch.set_flush_denormal(True)  # the forward and backward: tune_cpu
 
-    def save(step):
+    def save(step):  # metrics first: a resume drops rows past its step, never lacks one
+        save_metrics(metrics, run_dirs)
         for c, d, (state, optim) in zip(cfgs, run_dirs, run_states(model, opt)):
             ck = dict(step=step, config=c.to_dict(), model=state)
             save_atomic(ck, os.path.join(d, "ckpt", f"step_{step:06d}.pt"))
             # and the random state (dropout masks), so that --resume goes on exactly
             save_atomic(dict(ck, optim=optim, rng=rng_state()), os.path.join(d, "resume.pt"))
-        save_metrics(metrics, run_dirs)
 
     interrupted = []
     old_handler = signal.signal(signal.SIGINT, lambda *_: interrupted.append(1))  # between steps
-    t0, shown, end = time.time(), [0.0], cfg.steps
+    t0, shown, end = time.time(), [0.0], stop_step(metrics, cfg.steps, stop_after_grok)
     try:
         for step in range(start, cfg.steps + 1):
             if interrupted:
                 save(step)
                 log(f"interrupted at step {step}: saved; continue with --resume")
                 break
-            evaluate = step % cfg.eval_every == 0 or step % cfg.ckpt_every == 0 or step == end
+            evaluate = step % cfg.eval_every == 0 or step % cfg.ckpt_every == 0 or step >= end
             if evaluate:  # 'auto' follows the weights
                 ratios = [emb_lr_ratio(run_params(r), c, f_E[r]) for r, c in enumerate(cfgs)]
             hyper = set_hyper(opt, names, cfgs, step, ratios, skip)
@@ -270,16 +282,18 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
             with torch.no_grad():
                 test_logits = forward(x_te, train=False)
                 before = [p.detach().clone() for p in params]
-            if not record(metrics, step, (logits, y_tr), (test_logits, y_te), losses,
-                          before, hyper, ratios, (cfg.loss_dtype, cfg.loss), log):
+            if not torch.isfinite(losses).all():  # the only host synchronisations: here
                 save_metrics(metrics, run_dirs)
-                break
-            grok = [first_below(m["step"], m["test_loss"]) for m in metrics]
-            if stop_after_grok is not None and None not in grok:
-                end = min(end, max(grok) + stop_after_grok)
-            if step == end or step % cfg.ckpt_every == 0:
+                bad = losses.tolist() if R > 1 else losses.item()
+                raise Stop(f"train loss is {bad} at step {step}: stopped, "
+                           f"{'the last good checkpoint kept' if step else 'nothing saved'}; "
+                           "change --lr or --dtype and start again")
+            record(metrics, step, (logits, y_tr), (test_logits, y_te), losses, before, hyper,
+                   ratios, (cfg.loss_dtype, cfg.loss))
+            end = stop_step(metrics, cfg.steps, stop_after_grok)
+            if step >= end or step % cfg.ckpt_every == 0:
                 save(step)  # before the update: the checkpoint holds theta_step
-                if step == end:
+                if step >= end:
                     break
             update(losses if same else step_loss())
             with torch.no_grad():  # ||theta_{t+1} - theta_t|| of this step
@@ -310,14 +324,8 @@ def rng_state(state=None):
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def record(metrics, step, train, test, losses, params, hyper, ratios, loss, log):
-    """Append one metrics row per run (update_norm follows after the step). False: the loss
-    is not finite, and the run stops with its last good checkpoint kept."""
-    if not torch.isfinite(losses).all():  # the only host synchronisations: at evaluation
-        bad = losses.tolist() if len(losses) > 1 else losses.item()
-        log(f"error: train loss is {bad} at step {step}; stopped. The last good "
-            f"checkpoint is kept: change --lr or --dtype and start again")
-        return False
+def record(metrics, step, train, test, losses, params, hyper, ratios, loss):
+    """Append one metrics row per run (update_norm follows after the step)."""
     R = len(metrics)
     with torch.no_grad():
         ones, zero = collapse(*train, loss[0])
@@ -330,7 +338,12 @@ def record(metrics, step, train, test, losses, params, hyper, ratios, loss, log)
                    emb_lr_ratio=ratios[r], **{k: v[r] for k, v in cols.items()})
         for k in KEYS:
             m[k].append(row[k])
-    return True
+
+
+def stop_step(metrics, steps, after):
+    """The last step: --steps, or `after` steps past the step when every run has generalized."""
+    grok = [first_below(m["step"], m["test_loss"]) for m in metrics]
+    return steps if after is None or None in grok else min(steps, max(grok) + after)
 
 
 def make_folders(cfgs, run_dirs):

@@ -104,8 +104,9 @@ def dnn(runs):
         if c.model == "mlp" and "med" in r:
             grok = first_below(m["step"], m["test_loss"])
             steps = (0, grok, int(r["step"][-1]))
+            v = lambda k, s: None if s is None else A.at(r, k, s)  # None: past the last ckpt
             cols = [f"{A.rank_corr(r[k], r['test_loss']):.2f}; " + " / ".join(
-                "-" if s is None else f"{A.at(r, k, s):.3f}" for s in steps)
+                "-" if v(k, s) is None else f"{v(k, s):.3f}" for s in steps)
                 for k in ("med", "med_hidden")]
             place = f"{c.split} k={c.hole}" if c.split in ("square", "strip") else c.split
             rows.append([f"{c.embed} input, {place} split", str(c.seed), str(steps[2]),

@@ -19,8 +19,10 @@ run_jobs() {
         if (!(c in seeds)) order[++n] = c; seeds[c] = seeds[c] " " substr($0, RSTART + 8, RLENGTH - 8) }
         END { for (i = 1; i <= n; i++) { c = order[i]; sub(/ --out /, " --seed" seeds[c] " --out ", c); print c } }'; fi
         echo "python analyze.py $OUT" ;;
-    all) for c in "${cmds[@]}"; do echo "== $c"; eval "$c"; done; python analyze.py "$OUT" ;;
-    -j) printf '%s\n' "${cmds[@]}" | OMP_NUM_THREADS=1 xargs -P "$2" -I{} sh -c '{}'
+    # a run that fails (its one-line error printed: a NaN loss, a finished run) does not stop the rest
+    all) for c in "${cmds[@]}"; do echo "== $c"; eval "$c" || echo "== failed: $c"; done
+        python analyze.py "$OUT" ;;
+    -j) printf '%s\n' "${cmds[@]}" | OMP_NUM_THREADS=1 xargs -P "$2" -I{} sh -c '{} || echo "== failed: {}"'
         python analyze.py "$OUT" ;;
     *) eval "${cmds[$(($1 - 1))]}" ;;
   esac
