@@ -184,7 +184,8 @@ def emb_lr_ratio(P, cfg, f_E):
     if cfg.emb_lr_ratio != "auto":
         return float(cfg.emb_lr_ratio)
     W = P["fc1.weight" if cfg.model == "mlp" else "blocks.0.attn.in_proj_weight"]
-    E = P["embed.weight"][:cfg.p]
+    ids = torch.arange(cfg.p, device=P["embed.weight"].device)
+    E = P["embed.weight"][torch.cat([ids, ids + cfg.b_offset]).unique()]  # both operands' rows
     return float(torch.linalg.matrix_norm(E, 2) / torch.linalg.matrix_norm(W, 2) / f_E)
 
 

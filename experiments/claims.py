@@ -278,8 +278,8 @@ def regularizers(root):
     dropout models end at 99.7% and loss 0.215, Table 6), the final test accuracy and loss,
     the train-loss jumps (> 10x from one evaluation to the next, every eval_every steps), and at
     the last checkpoint what their Tables 1 and 5 report: the Gini coefficients of W_E's and
-    W_L's Fourier norms, W_L's key frequencies, the per-frequency cosine fit of the logits (FVE)
-    and the share of MLP neurons explained by one frequency."""
+    W_L's Fourier norms, W_L's key frequencies, the cosine fit of the logits on them (FVE, a
+    coefficient each) and the share of MLP neurons explained by one frequency."""
     groups, _ = A.group_runs(load(root, analysed=True))
     rows = []
     for lab, runs in groups.items():
