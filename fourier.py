@@ -22,10 +22,16 @@ def fourier_basis(p):
     return B / B.norm(dim=1, keepdim=True)
 
 
+def component_norms(W, B):
+    """Norm of each Fourier component of W (p, d) over its first axis: (p,), in B's row order.
+    Nanda et al.'s 'norms of the Fourier components' (their Gini coefficients)."""
+    return (B @ W.detach().double()).norm(dim=1)
+
+
 def frequency_norms(W, B):
     """Norm of each frequency's component of W (p, d) over its first axis: (1 + p//2,),
     index 0 the constant, index k the cos and sin of frequency k together."""
-    c = (B @ W.double()).pow(2).sum(1)
+    c = component_norms(W, B) ** 2
     out = torch.zeros(B.shape[0] // 2 + 1, dtype=torch.float64)
     out[0] = c[0]
     out.index_add_(0, (torch.arange(1, len(c)) + 1) // 2, c[1:])

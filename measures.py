@@ -24,8 +24,9 @@ import torch.nn.functional as F
 from torch.func import functional_call, grad, vmap
 
 from data import all_pairs, hole_mask, train_mask
-from fourier import (ONE_FREQ, ce, cos_fit_r2, cos_template_r2, excluded_loss, fourier_basis,
-                     frequency_norms, key_frequencies, neuron_frequencies, restricted_loss)
+from fourier import (ONE_FREQ, ce, component_norms, cos_fit_r2, cos_template_r2, excluded_loss,
+                     fourier_basis, frequency_norms, key_frequencies, neuron_frequencies,
+                     restricted_loss)
 
 N_NTK = 256       # fixed train pairs for the NTK; None: all, Singh et al.'s K (3831^2 x 0.2M MACs)
 N_ATTN = 1024     # fixed pairs for attention entropy (full forward over all positions)
@@ -295,8 +296,9 @@ MEASURES = {  # name in analysis.npz -> function of the checkpoint's context
     "restricted_loss": lambda c: restricted_loss(c.L, c.y, c.p, c.keys) if c.is_add else np.nan,
     "excluded_loss": lambda c: (excluded_loss(c.L, c.y, c.p, c.keys, c.train) if c.is_add
                                 else np.nan),
-    "gini_embed": lambda c: gini(frequency_norms(c.E, c.B)[1:]),
-    "gini_logit": lambda c: gini(frequency_norms(neuron_logit_map(c.model, c.cfg), c.B)[1:]),
+    # Nanda et al.: Gini of the norms of the p Fourier components (constant, cos k, sin k each)
+    "gini_embed": lambda c: gini(component_norms(c.E, c.B)),
+    "gini_logit": lambda c: gini(component_norms(neuron_logit_map(c.model, c.cfg), c.B)),
     "c_fourier": lambda c: c_fourier(c.E),
     "med": lambda c: (med(c.E) + med(c.E_b)) / 2,  # the operands' mean: Gu et al.'s code
     # Gu et al.'s one-hot variant: MED of the first MLP layer's output on the pairs (i, i)

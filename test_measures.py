@@ -57,6 +57,14 @@ def test_keys_of_the_neuron_logit_map_find_its_one_frequency():
     assert M.FINAL["cos_r2_per_freq"](c) == pytest.approx(1.0)  # fitted on W_L's, as Table 5
 
 
+def test_gini_of_a_pure_cosine_is_of_one_fourier_component_of_p():
+    c = types.SimpleNamespace(E=cosine_embedding(P, 5), B=M.fourier_basis(P))
+    assert M.MEASURES["gini_embed"](c) == pytest.approx(1 - 1 / P)  # one nonzero norm of P
+    x = 2 * math.pi * 5 * torch.arange(P, dtype=torch.float64) / P
+    c.E = (torch.cos(x) + torch.sin(x))[:, None] * c.E[0]  # cos 5 and sin 5 alike: 2 of P
+    assert M.MEASURES["gini_embed"](c) == pytest.approx(1 - 2 / P)  # (per frequency: 1 of 11)
+
+
 def test_random_embedding_has_low_gini_and_small_c_fourier():
     E = torch.randn(113, 128, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     norms = M.frequency_norms(E, M.fourier_basis(113))
