@@ -286,7 +286,7 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
                 save_metrics(metrics, run_dirs)
                 bad = losses.tolist() if R > 1 else losses.item()
                 raise Stop(f"train loss is {bad} at step {step}: stopped, "
-                           f"{'the last good checkpoint kept' if step else 'nothing saved'}; "
+                           f"{'the last good checkpoint kept' if step else 'no checkpoint yet'}; "
                            "change --lr or --dtype and start again")
             record(metrics, step, (logits, y_tr), (test_logits, y_te), losses, before, hyper,
                    ratios, (cfg.loss_dtype, cfg.loss))
