@@ -23,8 +23,7 @@ import numpy as np
 import torch
 
 from model import Config, build_model
-from data import Stop, all_pairs
-from data import load_checkpoint, save_atomic
+from data import Stop, all_pairs, load_checkpoint, save_atomic
 from train import GROK, first_below
 from measures import (FINAL, MEASURES, load_checkpoint_into, mann_whitney, rank_corr,
                       run_context)
@@ -131,14 +130,20 @@ IGNORED = ("seed", "data_seed", "steps", "eval_every", "ckpt_every")  # not what
 AT = 1000
 
 
-def phases(step, test_loss):
-    """Nanda et al.'s three phases, located by a simple rule on the test loss: circuit formation
-    ends (cleanup starts) when it first falls below 1, memorization ends at its peak before
-    that, cleanup ends when it first reaches GROK. Later slingshot spikes are ignored."""
-    below = np.nonzero(test_loss < 1.0)[0]
+def phases(m, flat=0.01):
+    """Nanda et al.'s phases (section 5.2; their mainline 1.4k / 9.4k / 14k) by rules on the
+    logged curves: memorization ends at the test-loss peak, circuit formation when test loss
+    first falls below 1, cleanup when the sum of squared weights ends its sharp fall: the first
+    evaluation from test loss GROK after which it falls by less than `flat` in 1000 steps."""
+    step, loss, wn = m["step"], m["test_loss"], m["weight_norm"]
+    below = np.nonzero(loss < 1.0)[0]
     i_clean = below[0] if len(below) else len(step) - 1
-    i_peak = int(np.argmax(test_loss[:i_clean + 1]))
-    return step[i_peak], (step[i_clean] if len(below) else None), first_below(step, test_loss)
+    i_peak = int(np.argmax(loss[:i_clean + 1]))
+    later = np.minimum(np.searchsorted(step, step + 1000), len(step) - 1)   # 1000 steps on
+    grokked = np.maximum.accumulate(loss <= GROK)           # from the first test loss <= GROK
+    done = grokked & (step + 1000 <= step[-1]) & (wn[later] > (1 - flat) * wn)
+    return (int(step[i_peak]), int(step[i_clean]) if len(below) else None,
+            int(step[np.argmax(done)]) if done.any() else None)
 
 
 def grok_steps(runs):
@@ -383,7 +388,7 @@ def main(argv=None):
             print(f"skipped: {e}")
             continue
         g = first_below(m["step"], m["test_loss"])
-        plots.run_figures(run, m, res, g, phases(m["step"], m["test_loss"]), thr=GROK)
+        plots.run_figures(run, m, res, g, phases(m), thr=GROK)
         done[run] = (cfg, m, res)
     if len(runs) > 1 or root != runs[0]:
         cross_run(root, done)

@@ -115,6 +115,23 @@ def test_summary_measures_at_a_common_step():
     assert A.after_grok(dict(m, test_acc=np.full(6, 0.8)), "test_acc", np.min) is None
 
 
+def test_phases_on_hand_made_curves():
+    # test loss peaks at 1400, falls below 1 at 9000 and to 0.01 at 9500; the sum of squared
+    # weights falls 500 per 1000 steps from 9000 to 1000 at 13000, then stays: it falls by
+    # less than 1% in the next 1000 steps from 1000 / 0.99 = 3000 - 0.5 (s - 9000), s = 12980.
+    step = np.arange(0, 20001, 10)
+    loss = np.where(step <= 1400, 5 + step / 100, 19.0)
+    loss = np.where(step >= 9000, 0.5, loss)
+    loss = np.where(step >= 9500, 0.001, loss)
+    wn = np.clip(3000 - 0.5 * np.clip(step - 9000, 0, None), 1000, None)
+    m = dict(step=step, test_loss=loss, weight_norm=wn)
+    assert A.phases(m) == (1400, 9000, 12980)
+    assert A.phases({k: v[step <= 12500] for k, v in m.items()}) == (1400, 9000, None)
+    assert A.phases(dict(m, test_loss=np.where(step >= 9000, 0.5, loss))) == (1400, 9000, None)
+    never = dict(m, test_loss=np.where(step >= 9000, 19.0, loss))
+    assert A.phases(never) == (1400, None, None)
+
+
 def test_analyze_bad_argument_is_one_line(tmp_path):
     with pytest.raises(SystemExit, match="is not a folder"):
         A.main([str(tmp_path / "nope")])
