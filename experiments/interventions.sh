@@ -3,8 +3,8 @@
 #      113, 40% train, MLP 226 -> 200 -> 200 -> 113 without biases on two one-hots, torch's init,
 #      full batch, lr 0.01, wd 0. Cheap on a CPU but for StableMax's 80k steps.
 #   2. This project's settings (M+A*, No LN, Nanda et al.'s mainline): each method against AdamW
-#      at the same weight decay; Grokfast EMA also against AdamW at lr * (1 + lambda) and
-#      Grokfast at lr / (1 + lambda). A GPU job: bash experiments/interventions.sh --batched
+#      at the same weight decay; each Grokfast filter also against AdamW at lr * (1 + lambda)
+#      and the filter at lr / (1 + lambda). A GPU job: bash experiments/interventions.sh --batched
 source "$(dirname "$0")/jobs.sh"
 OUT=runs/interventions
 jobs() { for s in 0 1 2 3 4; do
@@ -31,6 +31,7 @@ jobs() { for s in 0 1 2 3 4; do
     echo "$r --grokfast ema --gf-alpha 0.98 --gf-lamb 2 --lr 0.000333333"
     echo "$r --lr 0.003"
     echo "$r --grokfast ma --gf-window 100 --gf-lamb 5"
+    echo "$r --grokfast ma --gf-window 100 --gf-lamb 5 --lr 0.000166667"; echo "$r --lr 0.006"
     echo "$r --orthograd"
     echo "$r --wd 0 --orthograd"; echo "$r --wd 0"   # Prieto et al. use ⊥AdamW at wd 0 only
     echo "$r --loss stablemax"
