@@ -178,6 +178,23 @@ def test_metrics_table_tests_both_step_counts_against_the_setting_baseline(tmp_p
     assert (tmp_path / "figures" / "steps_to_generalize.png").stat().st_size > 10000
 
 
+def test_table_scripts_answer_help_and_a_missing_folder_without_touching_the_disk(
+        tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    for argv, code in ((["--help"], False), (["-h"], False), (["a", "b"], True), (["-x"], True)):
+        monkeypatch.setattr(sys, "argv", ["metrics_table.py"] + argv)
+        with pytest.raises(SystemExit) as e:
+            metrics_table.folder_arg(metrics_table.__doc__, "runs/interventions")
+        assert e.value.code == code and "metrics_table.py runs/" in capsys.readouterr().out
+    monkeypatch.setattr(sys, "argv", ["gu_table.py", "nowhere"])
+    with pytest.raises(SystemExit, match="^error: no folder nowhere$"):
+        metrics_table.folder_arg("doc")
+    monkeypatch.setattr(sys, "argv", ["gu_table.py"])  # no default: the folder is required
+    with pytest.raises(SystemExit) as e:
+        metrics_table.folder_arg("doc")
+    assert e.value.code is True and os.listdir(tmp_path) == []  # nothing written (no '--help/')
+
+
 def test_metrics_table_recomputes_a_stablemax_runs_test_loss_as_softmax_cross_entropy(tmp_path):
     cfg = small_cfg(steps=20, ckpt_every=10, loss="stablemax")
     train(cfg, str(tmp_path / "sm"), log=quiet)

@@ -127,9 +127,5 @@ def main(root):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2 or sys.argv[1].startswith("-"):
-        print(__doc__.strip())
-        sys.exit(len(sys.argv) != 2 or sys.argv[1] not in ("-h", "--help"))
-    if not os.path.isdir(sys.argv[1]):
-        sys.exit(f"error: no folder {sys.argv[1]}")
-    main(sys.argv[1])
+    from metrics_table import folder_arg
+    main(folder_arg(__doc__))

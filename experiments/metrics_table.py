@@ -81,5 +81,18 @@ def main(root):
     print(f"\nfigure: {path}")
 
 
+def folder_arg(doc, default=None):
+    """The folder named on the command line, or `default`: --help prints `doc`, and a folder
+    that is not there is a one-line error (each table script's command line)."""
+    args = sys.argv[1:]
+    if len(args) > 1 or (not args and default is None) or (args and args[0].startswith("-")):
+        print(doc.strip())
+        sys.exit(args not in (["-h"], ["--help"]))
+    root = args[0] if args else default
+    if not os.path.isdir(root):
+        sys.exit(f"error: no folder {root}")
+    return root
+
+
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "runs/interventions")
+    main(folder_arg(__doc__, "runs/interventions"))

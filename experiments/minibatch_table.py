@@ -69,4 +69,5 @@ def main(root):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else "runs/minibatch")
+    from metrics_table import folder_arg
+    main(folder_arg(__doc__, "runs/minibatch"))
