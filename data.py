@@ -164,9 +164,9 @@ def token_frequency(cfg, x_train):
 def save_atomic(obj, path):
     """Write to a temp file and rename, so a crash never leaves a half-written file."""
     tmp = f"{path}.tmp"
-    if path.endswith(".npz"):
+    if path.endswith(".npz"):  # compressed: run folders get copied (reproduction/, a GPU's)
         with open(tmp, "wb") as f:
-            np.savez(f, **obj)
+            np.savez_compressed(f, **obj)
     elif path.endswith(".json"):
         with open(tmp, "w") as f:
             json.dump(obj, f, indent=1)
