@@ -65,6 +65,24 @@ def test_gini_of_a_pure_cosine_is_of_one_fourier_component_of_p():
     assert M.MEASURES["gini_embed"](c) == pytest.approx(1 - 2 / P)  # (per frequency: 1 of 11)
 
 
+def test_c_fourier_equals_its_definition_worked_by_hand():
+    x = 2 * math.pi * torch.arange(5, dtype=torch.float64) / 5
+    E = torch.stack([torch.cos(x), torch.cos(2 * x)], 1)  # p 5, columns: frequency 1, 2
+    # |rfft| per column: [0, 2.5, 0] and [0, 0, 2.5]; frequency means mu = [0, 1.25, 1.25],
+    # their variance 0.34722; squared deviations from mu: 1.5625 in 4 of 6 cells, mean 1.04167
+    assert M.c_fourier(E) == pytest.approx(1 / 3, rel=1e-6)
+
+
+def test_gini_logit_of_a_one_component_neuron_logit_map():
+    cfg = Config(p=P, d_model=8, n_heads=2, d_mlp=16)
+    model = build_model(cfg).double()
+    with torch.no_grad():  # W_L = W_U^T W_out: over the classes, cos 4 alone
+        model.unembed.zero_()
+        model.unembed[0] = torch.cos(2 * math.pi * 4 * torch.arange(cfg.n_vocab).double() / P)
+    c = types.SimpleNamespace(model=model, cfg=cfg, B=M.fourier_basis(P))
+    assert M.MEASURES["gini_logit"](c) == pytest.approx(1 - 1 / P)  # one nonzero norm of P
+
+
 def test_random_embedding_has_low_gini_and_small_c_fourier():
     E = torch.randn(113, 128, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     norms = M.frequency_norms(E, M.fourier_basis(113))
@@ -153,6 +171,8 @@ def test_neuron_frequency_rule_and_per_frequency_fit_on_made_up_arrays():
     freq, share = M.neuron_frequencies(acts, M.fourier_basis(p))
     assert freq.tolist()[0::2] == [3, 4] and share[0::2].tolist() == pytest.approx([1, 1])
     assert share[1].item() == pytest.approx(0.5)
+    c = types.SimpleNamespace(cache={"mlp_act": acts}, B=M.fourier_basis(p), memo={})
+    assert M.FINAL["one_freq_share"](c) == pytest.approx(2 / 3)  # share > 0.85: neurons 0, 2
     L = 2 * fourier_logits(p, [3], 1.0) + 5 * fourier_logits(p, [5], 1.0)
     assert M.cos_fit_r2(L, p, [3, 5]) == pytest.approx(1.0)       # a coefficient each
     assert M.cos_template_r2(L, p, [3, 5]) < 0.9                   # one shared coefficient
@@ -237,6 +257,15 @@ def test_ntk_equals_explicit_per_example_gradients(n_layers):
     J = torch.stack(rows)
     assert J.shape[1] == sum(p.numel() for p in model.parameters())
     torch.testing.assert_close(M.ntk(model, x), J @ J.T)
+
+
+def test_ntk_distance_is_relative_to_the_first_checkpoint_s_kernel(monkeypatch):
+    K0, K1 = torch.tensor([[2.0, 1.0], [1.0, 2.0]]), torch.tensor([[2.0, 1.0], [1.0, 5.0]])
+    kernels = iter([K0, K1])
+    monkeypatch.setattr(M, "ntk", lambda model, x: next(kernels))
+    c = types.SimpleNamespace(model=None, x=torch.zeros(2, 3), ntk_idx=[0, 1], memo={})
+    assert M.ntk_distance(c) == 0.0  # the first checkpoint is K_0
+    assert M.ntk_distance(c) == pytest.approx(3 / math.sqrt(10))  # ||K1 - K0|| / ||K0||
 
 
 def test_ntk_over_more_pairs_than_one_chunk_equals_it_over_any_two():
