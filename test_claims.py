@@ -94,9 +94,10 @@ def test_claims_prints_each_arm_seed_by_seed_from_the_run_folders(tmp_path, caps
     monkeypatch.setitem(claims.SECTIONS, "grids", ("g", str(tmp_path / "no"), "make it", print))
     claims.main(["coupling", "grids"])
     out = capsys.readouterr().out
-    assert "| coupled: split and init from one seed | s0: 300 / s1: - | 300 +- 0 (1/2) |" in out
-    assert "| independent: split from --data-seed | s0: 200 / s1: 700 | 450 +- 250 (2/2) | 700 |" \
-        in out  # the seed-mean curve is <= 0.01 only once both are
+    assert "| coupled: split and init from one seed | s0: 300 / s1: - | 300 +- 0 (1/2) | " \
+        "not reached | 300 / not all |" in out  # first seed / all seeds: one never gets there
+    assert "| independent: split from --data-seed | s0: 200 / s1: 700 | 450 +- 250 (2/2) | 700 " \
+        "| 200 / 700 |" in out  # the seed-mean curve is <= 0.01 only once both are
     assert "coupled first in 0, later in 2, tied in 0 of 2 seeds (sign test p 0.500); reached " \
         "0.01: 1 of 2 against 2 of 2 (Fisher exact p 1.000)" in out
     assert "not on this machine; made by: make it" in out
@@ -237,6 +238,13 @@ def test_curve_points_and_sr_train_fall_by_hand(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "| post (not in the paper) | sr_train | not reached | 3 | 5 at 1500 | - | 1.5 at 3000 " \
            "| not in their data |" in out and "| s1: 5.00 -> - / s2: never |" in out
+    runs = {f"r/ln-mlp-pre_s{s}": (Config(ln="mlp-pre", seed=s), m(g), dict(
+        step=step, rank=v * 10, power_law_alpha=v, eff_rank=v, sr_train=v)) for s, g in
+        ((1, 1000), (3, 2000))}
+    claims.placement_measures("r", claims.COMPRESSIBILITY)
+    out = capsys.readouterr().out  # their released curves beside; no SR-train table
+    assert "| mlp-pre (M) | rank | 2000 | 30 | 50 at 1500 | 40 | 15 at 3000 | " \
+           "128 / 128 at 200 / 116 / 31.4 |" in out and "SR-train" not in out
 
 
 def test_a_copied_run_brings_its_analysis_and_a_bare_one_says_it_has_no_checkpoints(

@@ -218,6 +218,16 @@ def test_power_law_alpha_by_maximum_likelihood_finds_exponent_and_xmin():
     assert M.power_law_alpha(np.concatenate([head, tail])) == pytest.approx(2.5, abs=0.15)
 
 
+
+def test_power_law_alpha_equals_the_powerlaw_package():
+    # powerlaw 2.0.0 (the package Singh et al. fit with, not a dependency here):
+    # powerlaw.Fit(x, discrete=False, verbose=False).alpha on these two inputs, recorded once
+    rng = np.random.default_rng(1)
+    pareto = (1 - rng.random(128)) ** (-1 / 1.5)
+    spectrum = np.abs(rng.standard_normal(128)) * np.arange(1, 129.0) ** -2.5
+    assert M.power_law_alpha(pareto) == pytest.approx(2.543033495540108, rel=1e-9)
+    assert M.power_law_alpha(spectrum) == pytest.approx(1.4504361961385974, rel=1e-9)
+
 def test_singh_sr_train_removes_every_layernorm():
     cfg = Config(p=11, d_model=16, d_mlp=32, ln="pre")
     model = build_model(cfg).double()

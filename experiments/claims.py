@@ -21,6 +21,8 @@ import analyze as A  # noqa: E402
 import metrics_table  # noqa: E402
 import minibatch_table  # noqa: E402
 import gu_table  # noqa: E402
+from singh_numbers import (COMPRESSIBILITY, SINGH, SINGH_CURVES, SINGH_LN,  # noqa: E402
+                           SINGH_MODEL)
 from data import Stop  # noqa: E402
 from measures import fisher_exact, sign_test  # noqa: E402
 from model import Config  # noqa: E402
@@ -73,32 +75,21 @@ def per_seed(root, arm=None, paper=None, ref=None):
     rows = []
     for lab, runs in groups.items():
         te = A.grok_steps(runs)
+        hit = [s for s in te if s is not None]  # the bounds on the seed-mean curve's step
+        bounds = f"{min(hit)} / {max(hit) if len(hit) == len(te) else 'not all'}" if hit else "none"
         mw = "-" if runs is first or first is None else "U {:g} / p {:.3f}".format(
             *A.mann_whitney(te, A.grok_steps(first)))
         rows.append([lab, " / ".join(f"s{c.seed}: {s or A.unfinished(c, m)}"
                                      for (_, c, m, _), s in zip(runs, te)),
                      f"{A.fmt(te)} ({sum(s is not None for s in te)}/{len(te)})",
-                     str(A.mean_curve_step(runs) or "not reached"),
+                     str(A.mean_curve_step(runs) or "not reached"), bounds,
                      A.fmt([float(np.max(m["test_acc"])) for _, _, m, _ in runs], 3), mw]
                     + ([paper(runs[0][1])] if paper else []))
     print(A.markdown(["configuration", "test loss <= 0.01 at, per seed", "mean +- std (reached)",
-                      "seed-mean curve <= 0.01 at", "best test acc",
-                      f"vs {ref or next(iter(groups))}"
+                      "seed-mean curve <= 0.01 at", "first seed / all seeds <= 0.01 at",
+                      "best test acc", f"vs {ref or next(iter(groups))}"
                       + ("" if first else " (not among these runs)") + ": Mann-Whitney U / p"]
                      + (["paper (seed-mean curve)"] if paper else []), rows))
-
-
-# Singh et al.'s sweeps, their statistic on 5 seeds (conventions.md, "Known results"): No LN,
-# one layer, keyed by the (lr, wd, alpha) a run trains with; 0: not reached in 10k steps.
-SINGH = {(1e-3, 1, 1): 7807, (3e-3, 1 / 3, 1): 7740, (5e-3, 0.2, 1): 6582, (1e-2, 0.1, 1): 4470,
-         (1e-3, 0.1, 1): 0, (1e-3, 0.2, 1): 0, (1e-3, 0.5, 1): 0, (1e-3, 0.75, 1): 9787,
-         (1e-3, 1.5, 1): 6395, (1e-3, 1, 0.5): 0, (1e-3, 1, 0.75): 0, (1e-3, 1, 1.25): 8221,
-         (1e-3, 1, 1.5): 8309, (4e-3, 1, 0.5): 2021, (1e-3 / 0.75 ** 2, 1, 0.75): 5531,
-         (1e-3 / 1.25 ** 2, 1, 1.25): 0, (1e-3 / 1.5 ** 2, 1, 1.5): 0}
-
-
-SINGH_MODEL = dict(ln="off", n_layers=1, d_model=128, d_mlp=512, norm="layernorm", eps=1e-8,
-                   init="singh")
 
 
 def singh_label(cfg):
@@ -124,14 +115,6 @@ def grids(root):
     per_seed(root, singh_label, singh_number, ref="lr 0.001, wd 1, alpha 1")
 
 
-# Singh et al.'s placements: their name, their statistic on 5 seeds (0: not in 10k steps) and, on
-# their released curves, the first seed / all five <= 0.01 (conventions.md, "Known results").
-SINGH_LN = {"off": ("No LN", 7807, "6328 / 7935"), "mlp-pre": ("M", 1425, "809 / 2055"),
-            "pre": ("M+A*", 3525, "2360 / 3934"), "attn-pre": ("A*", 7157, "3647 / 7274"),
-            "pre-v": ("M+A^v", 964, "-"), "attn-pre-v": ("A^v", 1891, "-"),
-            "attn-pre-qk": ("A^qk", 0, "-")}
-
-
 def singh_name(ln):
     """A placement's flag and the paper's name for it."""
     return f"{ln} ({SINGH_LN.get(ln, ('not in the paper',))[0]})"
@@ -144,29 +127,6 @@ def placements(root):
                                                              SINGH_LN[c.ln][2])
                        if c.ln in SINGH_LN else "-")
     per_seed(root, lambda c: singh_name(c.ln), paper, ref="off (No LN)")
-
-
-# Singh et al.'s released 5-seed mean curves (layernorm-grok commit 7ea0e10, notebooks/: C_Fourier
-# data/trf-1l_lecun_fourier_colvar.csv, every 200 steps; attention entropy
-# check_data/attn_ln_analysis.csv, every 200 steps, seeds not named; SR-train `train/spec_loss`
-# of check_data/{ln,none}_mem_train_loss.csv and attn_v_mlp_mem_train.csv, every step): at step
-# 1000, the maximum and its step, at their statistic's step (linear between logged steps), at 10k.
-SINGH_CURVES = {
-    ("c_fourier", "off"): (0.186, 3.35, 10000, 2.39, 3.35),
-    ("c_fourier", "mlp-pre"): (0.367, 2.24, 4000, 0.709, 1.65),
-    ("c_fourier", "pre"): (0.0556, 2.53, 4000, 2.42, 2.27),
-    ("c_fourier", "attn-pre"): (0.0876, 1.06, 5600, 0.625, 0.451),
-    ("attn_entropy", "off"): (0.768, 1.10, 1, 0.965, 0.964),
-    ("attn_entropy", "mlp-pre"): (1.10, 1.10, 2800, 1.10, 1.10),
-    ("attn_entropy", "attn-pre"): (0.859, 1.08, 1, 0.968, 0.993),
-    ("attn_entropy", "pre-v"): (1.06, 1.10, 9800, 1.06, 1.10),
-    ("attn_entropy", "attn-pre-v"): (0.962, 1.10, 1, 0.968, 0.965),
-    ("attn_entropy", "attn-pre-qk"): (0.603, 1.08, 1, None, 0.770),
-    ("sr_train", "off"): (3.97, 6.12, 3579, 3.78, 3.28),
-    ("sr_train", "mlp-pre"): (3.93, 4.74, 1, 4.05, 2.68),
-    ("sr_train", "pre"): (4.93, 8.11, 6114, 5.29, 6.66),
-    ("sr_train", "attn-pre"): (4.59, 4.87, 9560, 4.69, 4.79),
-    ("sr_train", "attn-pre-v"): (4.44, 5.47, 8058, 4.67, 5.04)}
 
 
 def curve_points(step, v, g):
@@ -185,11 +145,11 @@ def rise_and_fall(step, v, grok, after=1000):
     return float(np.max(v[step <= grok])), A.at(dict(step=step, v=v), "v", grok + after)
 
 
-def placement_measures(root):
+def placement_measures(root, keys=("c_fourier", "attn_entropy", "sr_train")):
     """Singh et al.'s measures under their definitions (C_Fourier, attention entropy of
-    head-averaged weights, SR-train with every LN removed) on the seed-mean curve of each
-    placement, through the run, beside their released curves; then SR-train seed by seed.
-    The runs of root differ only in --ln and --seed (experiments/ln_placements.sh)."""
+    head-averaged weights, SR-train with every LN removed; or COMPRESSIBILITY) on the seed-mean
+    curve of each placement, through the run, beside their released curves; then SR-train seed
+    by seed. The runs of root differ only in --ln and --seed (experiments/ln_placements.sh)."""
     groups = {}
     for run, (cfg, m, r) in load(root, analysed=True).items():
         groups.setdefault(cfg.ln, []).append((run, cfg, m, r))
@@ -198,7 +158,7 @@ def placement_measures(root):
     for ln, runs in sorted(groups.items(), key=lambda kv: kv[0] != "off"):
         runs.sort(key=lambda x: x[1].seed)
         g, step = A.mean_curve_step(runs), max((r["step"] for *_, r in runs), key=len)
-        for k in ("c_fourier", "attn_entropy", "sr_train"):
+        for k in keys:
             mean = np.mean([np.interp(step, r["step"], r[k]) for *_, r in runs], 0)
             at1k, top, top_step, at_g, last, last_step = curve_points(step, mean, g)
             p = SINGH_CURVES.get((k, ln))
@@ -214,8 +174,9 @@ def placement_measures(root):
     print(A.markdown(["placement", "measure", "seed-mean test loss <= 0.01 at", "at 1000",
                       "max", "at the seed-mean step", "last",
                       "paper (released mean curve): at 1000 / max / at their step / at 10k"], rows))
-    print(A.markdown(["placement", "SR-train per seed: max before test loss <= 0.01 -> 1000 "
-                      "steps after (-: the run ended before)"], falls))
+    if "sr_train" in keys:
+        print(A.markdown(["placement", "SR-train per seed: max before test loss <= 0.01 -> 1000 "
+                          "steps after (-: the run ended before)"], falls))
 
 
 def subsets(runs, k=5):
@@ -333,6 +294,10 @@ SECTIONS = {  # name: (REPRODUCTION.md's heading, folder, what makes it, printer
                            "the run", "runs/ln_placements",
                            "bash experiments/ln_placements.sh --list | bash; python analyze.py "
                            "runs/ln_placements", placement_measures),
+    "compressibility": ("LN placements on their split: R(Z), power-law exponent, effective rank",
+                        "runs/ln_placements", "bash experiments/ln_placements.sh --list | bash; "
+                        "python analyze.py runs/ln_placements",
+                        lambda root: placement_measures(root, COMPRESSIBILITY)),
     "early": ("LN placements on their split: the first 1000 steps", "runs/placements_1k",
               "python train.py --split-rng singh --seed 456 789 111 222 333 --steps 1000 "
               "--out runs/placements_1k --ln L  # L = off; then the six others at once", early),

@@ -1,0 +1,57 @@
+"""Singh et al.'s numbers that experiments/claims.py prints beside this project's, each with
+its source (the paper via conventions.md, or their released curves)."""
+
+# Singh et al.'s sweeps, their statistic on 5 seeds (conventions.md, "Known results"): No LN,
+# one layer, keyed by the (lr, wd, alpha) a run trains with; 0: not reached in 10k steps.
+SINGH = {(1e-3, 1, 1): 7807, (3e-3, 1 / 3, 1): 7740, (5e-3, 0.2, 1): 6582, (1e-2, 0.1, 1): 4470,
+         (1e-3, 0.1, 1): 0, (1e-3, 0.2, 1): 0, (1e-3, 0.5, 1): 0, (1e-3, 0.75, 1): 9787,
+         (1e-3, 1.5, 1): 6395, (1e-3, 1, 0.5): 0, (1e-3, 1, 0.75): 0, (1e-3, 1, 1.25): 8221,
+         (1e-3, 1, 1.5): 8309, (4e-3, 1, 0.5): 2021, (1e-3 / 0.75 ** 2, 1, 0.75): 5531,
+         (1e-3 / 1.25 ** 2, 1, 1.25): 0, (1e-3 / 1.5 ** 2, 1, 1.5): 0}
+
+# Their one-layer No LN model of those sweeps: a run that differs in one of these has no number.
+SINGH_MODEL = dict(ln="off", n_layers=1, d_model=128, d_mlp=512, norm="layernorm", eps=1e-8,
+                   init="singh")
+
+# Singh et al.'s placements: their name, their statistic on 5 seeds (0: not in 10k steps) and, on
+# their released curves, the first seed / all five <= 0.01 (conventions.md, "Known results").
+SINGH_LN = {"off": ("No LN", 7807, "6328 / 7935"), "mlp-pre": ("M", 1425, "809 / 2055"),
+            "pre": ("M+A*", 3525, "2360 / 3934"), "attn-pre": ("A*", 7157, "3647 / 7274"),
+            "pre-v": ("M+A^v", 964, "-"), "attn-pre-v": ("A^v", 1891, "-"),
+            "attn-pre-qk": ("A^qk", 0, "-")}
+
+# Singh et al.'s released 5-seed mean curves (layernorm-grok commit 7ea0e10, notebooks/: C_Fourier
+# data/trf-1l_lecun_fourier_colvar.csv, every 200 steps; attention entropy
+# check_data/attn_ln_analysis.csv, every 200 steps, seeds not named; SR-train `train/spec_loss`
+# of check_data/{ln,none}_mem_train_loss.csv and attn_v_mlp_mem_train.csv, every step): at step
+# 1000, the maximum and its step, at their statistic's step (linear between logged steps), at 10k.
+SINGH_CURVES = {
+    ("c_fourier", "off"): (0.186, 3.35, 10000, 2.39, 3.35),
+    ("c_fourier", "mlp-pre"): (0.367, 2.24, 4000, 0.709, 1.65),
+    ("c_fourier", "pre"): (0.0556, 2.53, 4000, 2.42, 2.27),
+    ("c_fourier", "attn-pre"): (0.0876, 1.06, 5600, 0.625, 0.451),
+    ("attn_entropy", "off"): (0.768, 1.10, 1, 0.965, 0.964),
+    ("attn_entropy", "mlp-pre"): (1.10, 1.10, 2800, 1.10, 1.10),
+    ("attn_entropy", "attn-pre"): (0.859, 1.08, 1, 0.968, 0.993),
+    ("attn_entropy", "pre-v"): (1.06, 1.10, 9800, 1.06, 1.10),
+    ("attn_entropy", "attn-pre-v"): (0.962, 1.10, 1, 0.968, 0.965),
+    ("attn_entropy", "attn-pre-qk"): (0.603, 1.08, 1, None, 0.770),
+    ("sr_train", "off"): (3.97, 6.12, 3579, 3.78, 3.28),
+    ("sr_train", "mlp-pre"): (3.93, 4.74, 1, 4.05, 2.68),
+    ("sr_train", "pre"): (4.93, 8.11, 6114, 5.29, 6.66),
+    ("sr_train", "attn-pre"): (4.59, 4.87, 9560, 4.69, 4.79),
+    ("sr_train", "attn-pre-v"): (4.44, 5.47, 8058, 4.67, 5.04),
+    # R(Z), power-law exponent, effective rank (data/ln_rank.csv, ln_alpha.csv, ln_eff_rank.csv,
+    # `alpha_req/*_test`, every 200 steps; the four placements only)
+    ("rank", "mlp-pre"): (128, 128, 200, 116, 31.4), ("rank", "pre"): (128, 128, 1, 39.6, 22.0),
+    ("rank", "attn-pre"): (128, 128, 1, 80.1, 62.8), ("rank", "off"): (128, 128, 200, 59.4, 32.2),
+    ("power_law_alpha", "mlp-pre"): (1.29, 5.72, 9600, 1.30, 2.15),
+    ("power_law_alpha", "pre"): (3.63, 5.63, 600, 2.68, 1.83),
+    ("power_law_alpha", "attn-pre"): (4.60, 4.78, 1400, 1.32, 1.71),
+    ("power_law_alpha", "off"): (2.99, 3.26, 400, 1.71, 1.71),
+    ("eff_rank", "mlp-pre"): (20.7, 57.6, 200, 17.9, 9.69),
+    ("eff_rank", "pre"): (44.7, 55.6, 200, 8.41, 8.43),
+    ("eff_rank", "attn-pre"): (56.8, 58.1, 800, 14.7, 12.8),
+    ("eff_rank", "off"): (35.6, 36.0, 1600, 10.7, 8.34)}
+
+COMPRESSIBILITY = ("rank", "power_law_alpha", "eff_rank")
