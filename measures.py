@@ -1,18 +1,14 @@
 """
 What is measured: the progress measures of the four papers, each defined on plain arrays or on
-the model (and tested on hand-made inputs), and the registries that name them in analysis.npz.
-analyze.py runs them over the checkpoints of a run.
-
-A measure is one function plus one line in a registry: MEASURES (at every checkpoint, stacked
-into one array over the checkpoints) or FINAL (at the final checkpoint only). The line reads
-what it needs from the checkpoint's context c (see the registry below):
+the model (and tested on hand-made inputs), and the registries that name them in analysis.npz,
+which analyze.py runs over a run's checkpoints. A measure is one function plus one line in a
+registry, MEASURES (every checkpoint) or FINAL (the last), reading the checkpoint's context c:
 
     def embed_max(E):                                # the definition, tested on a made-up input
         return float(E.abs().max())
     MEASURES = {..., "embed_max": lambda c: embed_max(c.E)}   # its key in analysis.npz
 
-A change of a measure's code, or of any function of this project or constant it calls, makes
-analyze.py recompute the runs.
+A change of a measure, or of a function or constant it calls, makes analyze.py recompute runs.
 """
 import itertools
 import math
@@ -92,6 +88,13 @@ def matrix_rank(Z):
     return int(torch.linalg.matrix_rank(Z.T @ Z))
 
 
+def singh_esd(Z):
+    """Eigenvalues of Z^T Z as Singh et al.'s compute_esd gets them: X = Z^T Z in float32, then
+    sqrt|eigvalsh(X X^T)|. Round-off floors the near-zero ones, which their fit then sees."""
+    X = Z.float().T @ Z.float()
+    return torch.linalg.eigvalsh(X @ X.T).abs().sqrt().double().numpy()
+
+
 def power_law_alpha(x, tail=2):
     """Continuous power-law exponent of the values x by maximum likelihood, xmin chosen to
     minimise the Kolmogorov-Smirnov distance (Clauset et al.; the `powerlaw` package that Singh
@@ -122,14 +125,12 @@ def spectrum_exponent(Z):
 
 def rank_corr(x, y):
     """Spearman's rank correlation (no ties expected in real-valued measures)."""
-    rx, ry = (np.argsort(np.argsort(np.asarray(v))).astype(float) for v in (x, y))
-    return float(np.corrcoef(rx, ry)[0, 1])
+    return float(np.corrcoef(*(np.argsort(np.argsort(np.asarray(v))) for v in (x, y)))[0, 1])
 
 
 def mann_whitney(x, y):
-    """(U of x against y, two-sided p): exact, over every split of the pooled ranks, when there
-    are at most 200k, else the normal approximation with ties corrected. A run that never
-    generalized (None) counts as later than every step."""
+    """(U of x against y, two-sided p): exact over the splits of the pooled ranks up to 200k of
+    them, else normal with ties corrected. None (never generalized) ranks after every step."""
     v = np.array([np.inf if s is None else s for s in list(x) + list(y)], float)
     n1, n = len(x), len(v)
     _, inv, counts = np.unique(v, return_inverse=True, return_counts=True)
@@ -144,8 +145,7 @@ def mann_whitney(x, y):
 
 
 def fisher_exact(a, n1, b, n2):
-    """Two-sided Fisher exact p that a successes of n1 and b of n2 share one rate: the
-    hypergeometric mass of every table (margins fixed) no likelier than the one seen."""
+    """Two-sided Fisher exact p that a of n1 and b of n2 share one rate (margins fixed)."""
     k, n = a + b, n1 + n2
     pr = lambda x: math.comb(n1, x) * math.comb(n2, k - x) / math.comb(n, k)
     lo, hi = max(0, k - n2), min(k, n1)
@@ -153,8 +153,7 @@ def fisher_exact(a, n1, b, n2):
 
 
 def sign_test(wins, losses):
-    """Two-sided exact sign test (ties left out): the chance of a split at least this uneven
-    when each paired comparison is a fair coin."""
+    """Two-sided exact sign test (ties left out): P(a split this uneven | fair coins)."""
     n = wins + losses
     return min(1.0, 2 * sum(math.comb(n, i) for i in range(min(wins, losses) + 1)) / 2 ** n)
 
@@ -320,7 +319,8 @@ MEASURES = {  # name in analysis.npz -> function of the checkpoint's context
     "eff_rank": lambda c: effective_rank(c.cache["resid"][c.test]),
     "rank": lambda c: matrix_rank(c.cache["resid"][c.test]),
     "spectrum_exponent": lambda c: spectrum_exponent(c.cache["resid"][c.test]),
-    "power_law_alpha": lambda c: power_law_alpha(spectrum(c.cache["resid"][c.test]).numpy()),
+    "power_law_alpha": lambda c: power_law_alpha(singh_esd(c.cache["resid"][c.test])),  # theirs
+    "power_law_alpha_f64": lambda c: power_law_alpha(spectrum(c.cache["resid"][c.test]).numpy()),
     "ntk_distance": ntk_distance,
     "weight_norm": lambda c: sum(float((q ** 2).sum()) for q in c.model.parameters()),
     "hessian_embed": lambda c: hessian(c, "embed.weight"),

@@ -5,6 +5,7 @@ experiments/claims.py and metrics_table.py print from run folders, on made-up ru
 
     python -m pytest -q test_claims.py
 """
+import csv
 import itertools
 import json
 import os
@@ -239,8 +240,8 @@ def test_curve_points_and_sr_train_fall_by_hand(monkeypatch, capsys):
     assert "| post (not in the paper) | sr_train | not reached | 3 | 5 at 1500 | - | 1.5 at 3000 " \
            "| not in their data |" in out and "| s1: 5.00 -> - / s2: never |" in out
     runs = {f"r/ln-mlp-pre_s{s}": (Config(ln="mlp-pre", seed=s), m(g), dict(
-        step=step, rank=v * 10, power_law_alpha=v, eff_rank=v, sr_train=v)) for s, g in
-        ((1, 1000), (3, 2000))}
+        step=step, rank=v * 10, power_law_alpha=v, power_law_alpha_f64=v, eff_rank=v,
+        sr_train=v)) for s, g in ((1, 1000), (3, 2000))}
     claims.placement_measures("r", claims.COMPRESSIBILITY)
     out = capsys.readouterr().out  # their released curves beside; no SR-train table
     assert "| mlp-pre (M) | rank | 2000 | 30 | 50 at 1500 | 40 | 15 at 3000 | " \
@@ -396,3 +397,20 @@ def test_cleanup_prints_the_mainline_runs_every_1600_steps_to_16k_then_every_10k
     rows = [line.split("|")[1].strip() for line in out.splitlines()
             if line.startswith("| ") and not line.startswith("| step")]
     assert rows == [str(s) for s in sorted({*range(0, 16001, 1600), *range(0, 40001, 10000)})]
+
+
+def test_singh_compressibility_numbers_are_read_off_their_released_curves():
+    # reproduction/sources/singh_released/: layernorm-grok 7ea0e10, notebooks/data/ln_*.csv
+    for key, name in (("rank", "rank"), ("power_law_alpha", "alpha"), ("eff_rank", "eff_rank")):
+        path = os.path.join(os.path.dirname(__file__), "reproduction", "sources",
+                            "singh_released", f"ln_{name}.csv")
+        head, *rows = list(csv.reader(open(path)))
+        step = np.array([float(r[0]) for r in rows])
+        for j, col in enumerate(head):
+            if j == 0 or col.endswith(("__MIN", "__MAX")):
+                continue
+            ln = col.split(": ")[1].split(" - ")[0]
+            v = np.array([float(r[j]) for r in rows])
+            i, stat = int(np.argmax(v)), claims.SINGH_LN[ln][1]
+            want = (np.interp(1000, step, v), v[i], step[i], np.interp(stat, step, v), v[-1])
+            assert claims.SINGH_CURVES[(key, ln)] == pytest.approx(want, rel=5e-3), (key, ln)

@@ -228,6 +228,17 @@ def test_power_law_alpha_equals_the_powerlaw_package():
     assert M.power_law_alpha(pareto) == pytest.approx(2.543033495540108, rel=1e-9)
     assert M.power_law_alpha(spectrum) == pytest.approx(1.4504361961385974, rel=1e-9)
 
+def test_singh_esd_is_the_spectrum_with_a_float32_floor():
+    Q = torch.linalg.qr(torch.randn(200, 16, dtype=torch.float64))[0]
+    i = torch.arange(1, 17, dtype=torch.float64)
+    top = 256  # the eigenvalues i^2 of Z^T Z, each to within their floor (~sqrt(eps) x top)
+    assert np.sort(M.singh_esd(Q * i)) == pytest.approx((i ** 2).numpy(), abs=4e-4 * top)
+    low = Q[:, :3] @ torch.randn(3, 16, dtype=torch.float64)  # rank 3: 13 eigenvalues are 0
+    exact, theirs = M.spectrum(low).numpy(), np.sort(M.singh_esd(low))[::-1]
+    assert (exact[3:] < 1e-12).all()  # their sqrt of X X^T's round-off: ~sqrt(float32 eps)
+    assert (theirs[3:] > 1e-6 * theirs[0]).all() and (theirs[3:] < 1e-3 * theirs[0]).all()
+
+
 def test_singh_sr_train_removes_every_layernorm():
     cfg = Config(p=11, d_model=16, d_mlp=32, ln="pre")
     model = build_model(cfg).double()

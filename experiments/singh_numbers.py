@@ -54,4 +54,4 @@ SINGH_CURVES = {
     ("eff_rank", "attn-pre"): (56.8, 58.1, 800, 14.7, 12.8),
     ("eff_rank", "off"): (35.6, 36.0, 1600, 10.7, 8.34)}
 
-COMPRESSIBILITY = ("rank", "power_law_alpha", "eff_rank")
+COMPRESSIBILITY = ("rank", "power_law_alpha", "power_law_alpha_f64", "eff_rank")
