@@ -6,7 +6,6 @@ experiments/claims.py and metrics_table.py print from run folders, on made-up ru
     python -m pytest -q test_claims.py
 """
 import csv
-import itertools
 import json
 import os
 import sys
@@ -18,7 +17,6 @@ import torch
 import analyze as A
 
 from data import Stop, make_data
-from measures import fisher_exact, sign_test
 from model import Config, build_model
 from test_train import quiet, small_cfg
 from train import train
@@ -26,36 +24,6 @@ from train import train
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "experiments"))
 import claims  # noqa: E402
 import metrics_table  # noqa: E402
-
-
-def test_mann_whitney_by_its_definition():
-    rng = np.random.default_rng(0)
-    for n1, n2 in ((5, 5), (4, 7), (40, 35)):  # exact, exact, normal approximation
-        x, y = list(rng.integers(0, 20, n1)), list(rng.integers(5, 25, n2))
-        x[0] = None  # never generalized: later than everything
-        inf = lambda v: np.inf if v is None else v
-        pairs = sum((inf(a) > b) + 0.5 * (inf(a) == b) for a in x for b in y)
-        U, p = A.mann_whitney(x, y)
-        assert U == pairs and 0 < p <= 1
-    assert A.mann_whitney([1, 2, 3], [4, 5, 6]) == (0, pytest.approx(0.1))  # 2 of 20 splits
-    assert A.mann_whitney([1, 2, 3], [1, 2, 3])[1] == 1.0
-    same = list(range(60))
-    assert A.mann_whitney(same, same)[1] == pytest.approx(1.0)
-
-
-def test_fisher_and_sign_tests_by_enumeration():
-    # Fisher: which n1 of the n runs form group 1, every way equally likely, successes fixed
-    for a, n1, b, n2 in ((3, 4, 1, 4), (12, 13, 8, 13), (5, 8, 1, 10), (0, 3, 3, 3)):
-        runs = [1] * (a + b) + [0] * (n1 + n2 - a - b)
-        seen = [sum(runs[i] for i in g) for g in itertools.combinations(range(n1 + n2), n1)]
-        freq = {x: seen.count(x) for x in set(seen)}
-        p = sum(v for x, v in freq.items() if v <= freq[a]) / len(seen)
-        assert fisher_exact(a, n1, b, n2) == pytest.approx(p)
-    assert fisher_exact(3, 4, 1, 4) == pytest.approx(34 / 70)  # the tea-tasting table
-    for w, l in ((9, 3), (0, 6), (4, 4), (7, 1)):  # every sign pattern of the w + l pairs
-        wins = [sum(s) for s in itertools.product((0, 1), repeat=w + l)]
-        extreme = sum(min(k, w + l - k) <= min(w, l) for k in wins) / len(wins)
-        assert sign_test(w, l) == pytest.approx(min(1.0, extreme))
 
 
 def test_baseline_is_the_same_setting_without_intervention():
