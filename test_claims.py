@@ -347,6 +347,19 @@ def test_regularizers_counts_jumps_and_reads_the_fits_at_the_last_checkpoint(tmp
     assert "| all runs | 1 | 20 | 20 | 0.970 / 0.001 | 0 (-) |" in out
 
 
+def test_collapse_reads_the_first_evaluation_more_than_half_collapsed(tmp_path, capsys):
+    for dtype, sc in (("float32", [0, 0.3, 0.6, 0.9]), ("float64", [0, 0.1, 0.2, 0.5])):
+        (tmp_path / dtype).mkdir()  # made-up Fig. 2 runs: float64 never passes 0.5 (0.5 is not)
+        (tmp_path / dtype / "config.json").write_text(json.dumps(
+            Config(loss_dtype=dtype, frac=0.7).to_dict()))
+        np.savez(tmp_path / dtype / "metrics.npz", step=np.arange(4) * 100, collapse=np.array(sc),
+                 test_acc=np.array([0.0, 0.4, 0.5, 0.45]), train_acc=np.ones(4))
+    claims.collapse(str(tmp_path))
+    out = capsys.readouterr().out
+    assert "| frac 0.7, float32 | 0 | 200 (0.500) | 0.500 at 200 | 0.450 / 1.000 | 0.90 | 300 |" \
+        in out and "| frac 0.7, float64 | 0 | never | 0.500 at 200 | 0.450 / 1.000 | 0.50 |" in out
+
+
 def test_cleanup_prints_the_mainline_runs_every_1600_steps_to_16k_then_every_10k(tmp_path,
                                                                                    capsys):
     steps = np.arange(0, 40001, 400)

@@ -286,6 +286,23 @@ def cleanup(root):
         print(A.markdown(list(keys), rows))
 
 
+def collapse(root):
+    """Prieto et al.'s Fig. 2, softmax in float32 against float64: per run, the first evaluation
+    where more than half the training rows' softmax sums round to 1 in the run's loss dtype (their
+    figure's dotted line: share > 0.5), test accuracy there, its maximum and at the end."""
+    rows = []
+    for _, (c, m, _) in load(root).items():
+        s, acc, sc = m["step"], m["test_acc"], m["collapse"]
+        over, best = np.nonzero(sc > 0.5)[0], int(np.argmax(acc))
+        at = f"{s[over[0]]} ({acc[over[0]]:.3f})" if len(over) else "never"
+        rows.append([f"frac {c.frac}, {c.loss_dtype}", str(c.seed), at,
+                     f"{acc[best]:.3f} at {s[best]}", f"{acc[-1]:.3f} / {m['train_acc'][-1]:.3f}",
+                     f"{np.nanmax(sc):.2f}", str(int(s[-1]))])
+    print(A.markdown(["configuration", "seed", "collapse share > 0.5 at (test acc)",
+                      "max test acc", "final test / train acc", "max collapse share",
+                      "steps run"], rows))
+
+
 SECTIONS = {  # name: (REPRODUCTION.md's heading, folder, what makes it, printer)
     "placements": ("LN placements on their split, through the paper's 10k-step budget",
                    "runs/ln_placements",
@@ -332,6 +349,9 @@ SECTIONS = {  # name: (REPRODUCTION.md's heading, folder, what makes it, printer
                   "bash experiments/minibatch.sh --list | bash", minibatch_table.main),
     "interventions": ("Grokking accelerators", "runs/interventions",
                       "bash experiments/interventions.sh --list | bash", metrics_table.main),
+    "collapse": ("Softmax in float32 against float64 (Prieto et al.'s Fig. 2)",
+                 "runs/prieto_fig2", "bash experiments/interventions.sh --list | grep "
+                 "prieto_fig2 | bash", collapse),
 }
 
 
