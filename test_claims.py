@@ -8,6 +8,7 @@ experiments/claims.py and metrics_table.py print from run folders, on made-up ru
 import csv
 import json
 import os
+import shutil
 import sys
 
 import numpy as np
@@ -169,8 +170,7 @@ def test_metrics_table_recomputes_a_stablemax_runs_test_loss_as_softmax_cross_en
     cfg = small_cfg(steps=20, ckpt_every=10, loss="stablemax")
     train(cfg, str(tmp_path / "sm"), log=quiet)
     steps, loss = metrics_table.softmax_test_loss(str(tmp_path / "sm"), cfg)
-    _, _, x_te, y_te = make_data(cfg)
-    model = build_model(cfg).double()
+    (_, _, x_te, y_te), model = make_data(cfg), build_model(cfg).double()
     for s, got in zip(steps, loss):  # independent: a plain forward and torch's cross-entropy
         ck = torch.load(tmp_path / "sm" / "ckpt" / f"step_{s:06d}.pt", weights_only=True)
         model.load_state_dict(ck["model"])
@@ -180,6 +180,9 @@ def test_metrics_table_recomputes_a_stablemax_runs_test_loss_as_softmax_cross_en
     assert list(steps) == [0, 10, 20]
     m = np.load(tmp_path / "sm" / "metrics.npz")  # what it trained on: StableMax, not softmax
     assert abs(m["test_loss"][-1] - loss[-1]) > 1e-6
+    shutil.rmtree(tmp_path / "sm" / "ckpt")  # a copy brings the curve in its analysis.npz
+    np.savez(tmp_path / "sm" / "analysis.npz", step=steps, test_loss=loss + 1)
+    assert metrics_table.softmax_test_loss(str(tmp_path / "sm"), cfg)[1][-1] == loss[-1] + 1
 
 
 def test_curve_points_and_sr_train_fall_by_hand(monkeypatch, capsys):
@@ -349,10 +352,9 @@ def test_regularizers_counts_jumps_and_reads_the_fits_at_the_last_checkpoint(tmp
 
 def test_collapse_reads_the_first_evaluation_more_than_half_collapsed(tmp_path, capsys):
     for dtype, sc in (("float32", [0, 0.3, 0.6, 0.9]), ("float64", [0, 0.1, 0.2, 0.5])):
-        (tmp_path / dtype).mkdir()  # made-up Fig. 2 runs: float64 never passes 0.5 (0.5 is not)
-        (tmp_path / dtype / "config.json").write_text(json.dumps(
-            Config(loss_dtype=dtype, frac=0.7).to_dict()))
-        np.savez(tmp_path / dtype / "metrics.npz", step=np.arange(4) * 100, collapse=np.array(sc),
+        (d := tmp_path / dtype).mkdir()  # made-up Fig. 2 runs: float64 never passes 0.5
+        (d / "config.json").write_text(json.dumps(Config(loss_dtype=dtype, frac=0.7).to_dict()))
+        np.savez(d / "metrics.npz", step=np.arange(4) * 100, collapse=np.array(sc),
                  test_acc=np.array([0.0, 0.4, 0.5, 0.45]), train_acc=np.ones(4))
     claims.collapse(str(tmp_path))
     out = capsys.readouterr().out
