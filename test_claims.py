@@ -358,8 +358,8 @@ def test_collapse_reads_the_first_evaluation_more_than_half_collapsed(tmp_path, 
                  test_acc=np.array([0.0, 0.4, 0.5, 0.45]), train_acc=np.ones(4))
     claims.collapse(str(tmp_path))
     out = capsys.readouterr().out
-    assert "| frac 0.7, float32 | 0 | 200 (0.500) | 0.500 at 200 | 0.450 / 1.000 | 0.90 | 300 |" \
-        in out and "| frac 0.7, float64 | 0 | never | 0.500 at 200 | 0.450 / 1.000 | 0.50 |" in out
+    assert "0.7, float32 | 0 | 200 (0.500) | 200 (0.500) | 0.500 at 200 | 0.450 / 1.000 | 0.90 |" \
+        in out and "| frac 0.7, float64 | 0 | never | 300 (0.450) | 0.500 at 200 |" in out
 
 
 def test_cleanup_prints_the_mainline_runs_every_1600_steps_to_16k_then_every_10k(tmp_path,
