@@ -47,7 +47,7 @@ ACTS = {"gelu": F.gelu, "relu": F.relu}
 CHOICES = dict(op=tuple(OPS), split=SPLITS, model=("transformer", "mlp"),
                embed=("learned", "onehot"), act=tuple(ACTS), ln=tuple(LN_PLACEMENTS),
                norm=("layernorm", "rmsnorm"), init=("singh", "kaiming", "nanda", "gu", "torch"),
-               dtype=("float32", "float64"), loss_dtype=("float32", "float64"),
+               dtype=("float32", "float64"), loss_dtype=("float16", "float32", "float64"),
                sampling=("random", "balanced"), optimizer=("adamw", "adam", "muon"),
                split_rng=("torch", "singh", "nanda"),
                grokfast=("none", "ema", "ma"), loss=("ce", "stablemax"))
@@ -111,7 +111,7 @@ class Config:
     batch_size: Optional[int] = option(None, "examples per step (default: all); data.Batches")
     sampling: str = option("random", "mini-batch order: random | balanced (tokens evenly)")
     dtype: str = option("float32", "float32 | float64")
-    loss_dtype: str = option("float64", "cross-entropy dtype: float64 | float32 (Nanda: spikes)")
+    loss_dtype: str = option("float64", "loss dtype: float64 | float32 (Nanda: spikes) | float16")
     eval_every: int = option(10, "steps between metric rows")
     ckpt_every: int = option(100, "steps between checkpoints")
 

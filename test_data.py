@@ -195,7 +195,7 @@ def test_token_frequency_is_the_fraction_of_steps_a_token_is_seen():
     (["--batch-size", "300"], "larger than the training set (264 pairs)"),
     (["--sampling", "balanced"], "needs --batch-size"),
     (["--sampling", "even", "--batch-size", "8"], "unknown --sampling"),
-    (["--loss-dtype", "float16"], "unknown --loss-dtype"),
+    (["--loss-dtype", "bfloat16"], "unknown --loss-dtype"),
     (["--b-offset", "-1"], "--b-offset -1 must be at least 0"),
 ])
 def test_bad_batch_and_vocabulary_options(argv, msg, tmp_path):

@@ -117,6 +117,8 @@ def test_collapse_and_zero_loss_shares_by_hand():
     assert ones.tolist() == [0.5] and zero.tolist() == [0.5]
     ones, zero = collapse(logits, y, "float64")  # ... not in float64; 1 + 2 exp(-200) does
     assert ones.tolist() == [0.25] and zero.tolist() == [0.25]
+    row, y = torch.tensor([[[9.0, 0, 0]]]), torch.tensor([[0]])  # 1 + 2 exp(-9) = 1 + 2.5e-4
+    assert collapse(row, y, "float16")[0].item() == 1 and collapse(row, y, "float32")[0].item() == 0
 
 
 @pytest.mark.parametrize("argv,msg", [

@@ -15,9 +15,9 @@ jobs() { for s in 0 1 2 3 4; do
   # Fig. 1c: float64, their 80k epochs (REPRODUCTION's table has its first 4000 steps)
   echo "$p --betas 0.9 0.99 --eps 1e-25 --steps 80000 --eval-every 100 --ckpt-every 4000"
   echo "$p --betas 0.9 0.999 --eps 1e-25 --loss stablemax --steps 80000 --eval-every 100 --ckpt-every 4000 --stop-after-grok 1000"  # Fig. 1b
-  # Fig. 2 (their script l.58-70): lr 5e-4, 20k epochs, softmax in float32 / float64 (their
-  # float16 is not offered here), frac 0.7 and 0.6 with eps 1e-25, frac 0.4 with eps 1e-30
-  for f in 0.7 0.6 0.4; do e=1e-25; [ $f = 0.4 ] && e=1e-30; for d in float32 float64; do
+  # Fig. 2 (their script l.58-70): lr 5e-4, 20k epochs, softmax in float16 / float32 / float64,
+  # frac 0.7 and 0.6 with eps 1e-25, frac 0.4 with eps 1e-30
+  for f in 0.7 0.6 0.4; do e=1e-25; [ $f = 0.4 ] && e=1e-30; for d in float16 float32 float64; do
     echo "$p --frac $f --lr 0.0005 --betas 0.9 0.99 --eps $e --loss-dtype $d --steps 20000 --eval-every 100 --ckpt-every 4000 --out runs/prieto_fig2"
   done; done
   # Grokfast's own setting (ironjr/grokfast main.py), as near as this model gets: x*y mod 97,
