@@ -287,10 +287,10 @@ def cleanup(root):
 
 
 def collapse(root):
-    """Prieto et al.'s Fig. 2, softmax in float32 against float64: per run, the first evaluation
-    where more than half the training rows' softmax sums round to 1 in the run's loss dtype (their
-    figure's dotted line: share > 0.5; > 0.4 in their frac 0.4 panel), test accuracy there, its
-    maximum and at the end."""
+    """Prieto et al.'s Fig. 2, softmax in float16, float32 and float64: per run, the first
+    evaluation where more than half the training rows' softmax sums round to 1 in the run's loss
+    dtype (their figure's dotted line: share > 0.5; > 0.4 in their frac 0.4 panel), test
+    accuracy there, its maximum and at the end."""
     rows = []
     for _, (c, m, _) in load(root).items():
         s, acc, sc = m["step"], m["test_acc"], m["collapse"]
@@ -351,7 +351,7 @@ SECTIONS = {  # name: (REPRODUCTION.md's heading, folder, what makes it, printer
                   "bash experiments/minibatch.sh --list | bash", minibatch_table.main),
     "interventions": ("Grokking accelerators", "runs/interventions",
                       "bash experiments/interventions.sh --list | bash", metrics_table.main),
-    "collapse": ("Softmax in float32 against float64 (Prieto et al.'s Fig. 2)",
+    "collapse": ("Softmax in float16, float32 and float64 (Prieto et al.'s Fig. 2)",
                  "runs/prieto_fig2", "bash experiments/interventions.sh --list | grep "
                  "prieto_fig2 | bash", collapse),
 }
