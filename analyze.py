@@ -271,8 +271,8 @@ INTERVENTIONS = ("optimizer", "grokfast", "gf_alpha", "gf_window", "gf_lamb", "o
 
 
 def baselines(groups):
-    """Each configuration's baseline: the one with the same setting, no intervention (every
-    INTERVENTIONS option at its default) and the setting's most common lr; None if none."""
+    """Each configuration's baseline (or None): the same setting, no intervention (every
+    INTERVENTIONS option at its default) and the setting's most common lr (a tie: the default)."""
     default = Config()
     plain = lambda c: all(getattr(c, k) == getattr(default, k) for k in INTERVENTIONS)
     setting = lambda c: tuple((k, v) for k, v in c.to_dict().items()
@@ -283,7 +283,7 @@ def baselines(groups):
     out = {}
     for lab, runs in groups.items():
         s = setting(runs[0][1])
-        lr = Counter(lrs[s]).most_common(1)[0][0]
+        lr = max(Counter(lrs[s]).items(), key=lambda kv: (kv[1], kv[0] == default.lr))[0]
         out[lab] = next((g for g in groups.values() if setting(g[0][1]) == s
                          and plain(g[0][1]) and g[0][1].lr == lr), None)
     return out

@@ -218,3 +218,9 @@ def test_a_dropout_run_is_measured_without_dropout(tmp_path):
     torch.manual_seed(2)
     np.testing.assert_array_equal(A.analyse_run(run, log=lambda *_: None)["test_loss"],
                                   a["test_loss"])
+
+
+def test_baseline_lr_on_a_tie_is_the_default():
+    cfg = lambda **kw: [(None, Config(**kw), None, None)]  # one run per lr: a three-way tie
+    groups = {"ma-lr": cfg(grokfast="ma", lr=1.6e-4), "lr6": cfg(lr=6e-3), "base": cfg()}
+    assert all(b is groups["base"] for b in A.baselines(groups).values())
