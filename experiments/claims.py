@@ -2,11 +2,13 @@
 Every table of REPRODUCTION.md, printed from the run folders that made it, so that a reader
 re-derives each one:
 
-    python experiments/claims.py             # every section whose runs are on this machine
+    python experiments/claims.py             # every section whose runs are here
     python experiments/claims.py coupling    # one section (names: --help)
+    python experiments/claims.py coupling reproduction/seed_coupling    # from that folder
 
-A section whose folder is missing says which command makes it. Sections of analysed runs
-analyse them first (analyze.py's cache: only runs whose checkpoints or measures changed).
+A section reads its runs/ folder or, where that has none, the repository's copy in reproduction/
+(COPIES), else says which command makes it. Sections of analysed runs analyse them first
+(analyze.py's cache: only runs whose checkpoints or measures changed).
 """
 import glob
 import itertools
@@ -317,9 +319,8 @@ SECTIONS = {  # name: (REPRODUCTION.md's heading, folder, what makes it, printer
                         "runs/ln_placements", "bash experiments/ln_placements.sh --list | bash; "
                         "python analyze.py runs/ln_placements",
                         lambda root: placement_measures(root, COMPRESSIBILITY)),
-    "early": ("LN placements on their split: the first 1000 steps", "runs/placements_1k",
-              "python train.py --split-rng singh --seed 456 789 111 222 333 --steps 1000 "
-              "--out runs/placements_1k --ln L  # L = off; then the six others at once", early),
+    "early": ("LN placements on their split: the first 1000 steps", "runs/ln_placements",
+              "bash experiments/ln_placements.sh --list | bash", early),
     "coupling": ("Does one seed drawing both split and init slow No LN?", "runs/seed_coupling",
                  "bash experiments/seed_coupling.sh --batched | bash", coupling),
     "optimization": ("Learning rate, weight decay and readout scale (Singh et al.)",
@@ -355,25 +356,40 @@ SECTIONS = {  # name: (REPRODUCTION.md's heading, folder, what makes it, printer
                  "runs/prieto_fig2", "bash experiments/interventions.sh --list | grep "
                  "prieto_fig2 | bash", collapse),
 }
+COPIES = {  # section: its runs' copy in the repository, read where its runs/ folder has none
+    name: os.path.join("reproduction", copy) for name, copy in (
+        ("placements", "ln_placements_singh"), ("placement_measures", "ln_placements_singh"),
+        ("early", "ln_placements_singh"), ("compressibility", "ln_placements_compress"),
+        ("coupling", "seed_coupling"), ("grids", "singh_grids"), ("fractions", "nanda_fractions"),
+        ("gu_setting", "gu_setting"), ("collapse", "prieto_fig2"))}
 
 
 def main(argv):
     if any(a.startswith("-") for a in argv):
         return print(__doc__.strip() + "\n\nsections: " + ", ".join(SECTIONS))
-    names = argv or list(SECTIONS)
-    bad = [n for n in names if n not in SECTIONS]
-    if bad:
-        sys.exit(f"error: unknown section {bad[0]}; choose from {', '.join(SECTIONS)}")
+    asked = []  # [section, folder]: a word after a section's name that is not one is its folder
+    for a in argv:
+        if a in SECTIONS:
+            asked.append([a, None])
+        elif asked and asked[-1][1] is None:
+            asked[-1][1] = a
+        else:
+            sys.exit(f"error: unknown section {a}; choose from {', '.join(SECTIONS)}")
+    has_runs = lambda root: glob.glob(os.path.join(root, "*", "metrics.npz"))
     errors = []
-    for n in names:
+    for n, folder in asked or [[n, None] for n in SECTIONS]:
         heading, root, make, show = SECTIONS[n]
+        root = folder or (COPIES[n] if n in COPIES and not has_runs(root) else root)
         print(f"## {heading} ({root})\n")
-        if glob.glob(os.path.join(root, "*", "metrics.npz")):
+        if has_runs(root):
             try:
                 show(root)
             except Stop as e:  # a run it cannot read: say which, go on with the other sections
                 errors.append(str(e))
                 print(f"error: {e}\n")
+        elif folder:
+            errors.append(f"no runs in {folder}")
+            print(f"error: no runs in {folder}\n")
         else:
             print(f"not on this machine; made by: {make}\n")
     if errors:
