@@ -379,7 +379,7 @@ def main(argv):
     errors = []
     for n, folder in asked or [[n, None] for n in SECTIONS]:
         heading, root, make, show = SECTIONS[n]
-        root = folder or (COPIES[n] if n in COPIES and not has_runs(root) else root)
+        root = folder or (root if has_runs(root) else COPIES.get(n, root))
         print(f"## {heading} ({root})\n")
         if has_runs(root):
             try:
