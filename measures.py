@@ -185,8 +185,8 @@ def ntk(model, x):
     def f(prm, xi):
         return functional_call(model, prm, (xi[None],)).sum()
     J = vmap(grad(f), in_dims=(None, 0), chunk_size=256)(params, x)  # bounded memory
-    J = torch.cat([j.flatten(1) for j in J.values()], 1).double()
-    return J @ J.T
+    # J J^T summed over parameter blocks: no concatenated copy of J (0.9 GB for Gu's 2 layers)
+    return sum(b @ b.T for b in (j.flatten(1).double() for j in J.values()))
 
 
 def hessian_top(model, x, y, block, v0=None, iters=10):
