@@ -29,6 +29,7 @@ jobs() { for s in 0 1 2 3 4; do
   echo "$g --wd 0"                                                   # their baseline: 39,890
   echo "$g --grokfast ema --gf-alpha 0.98 --gf-lamb 2 --wd 0.005"    # 910
   echo "$g --grokfast ma --gf-window 100 --gf-lamb 5 --wd 0.01"      # 790
+  echo "$g --wd 0.005"; echo "$g --wd 0.01"   # the filters' weight decay without a filter
   for setting in "--ln pre" "--ln off" "--preset nanda"; do
     r="python train.py $setting --seed $s --stop-after-grok 1000 --out $OUT"
     echo "$r"
