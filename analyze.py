@@ -271,21 +271,21 @@ INTERVENTIONS = ("optimizer", "grokfast", "gf_alpha", "gf_window", "gf_lamb", "o
 
 
 def baselines(groups):
-    """Each configuration's baseline (or None): the same setting, no intervention (every
-    INTERVENTIONS option at its default) and the setting's most common lr (a tie: the default)."""
-    default = Config()
-    plain = lambda c: all(getattr(c, k) == getattr(default, k) for k in INTERVENTIONS)
+    """Each configuration's baseline (or None): the same setting, no intervention (every other
+    INTERVENTIONS option at its default) and the setting's most common lr and optimizer (a tie:
+    the defaults; Grokfast's own setting trains with Adam: its baseline is Adam, no filter)."""
+    d, update = Config(), lambda c: (c.lr, c.optimizer)
+    plain = lambda c: all(getattr(c, k) == getattr(d, k) for k in INTERVENTIONS if k != "optimizer")
     setting = lambda c: tuple((k, v) for k, v in c.to_dict().items()
                               if k not in IGNORED + INTERVENTIONS + ("lr",))
-    lrs = {}
+    seen, out = {}, {}
     for runs in groups.values():
-        lrs.setdefault(setting(runs[0][1]), []).extend(c.lr for _, c, _, _ in runs)
-    out = {}
+        seen.setdefault(setting(runs[0][1]), []).extend(update(c) for _, c, _, _ in runs)
     for lab, runs in groups.items():
         s = setting(runs[0][1])
-        lr = max(Counter(lrs[s]).items(), key=lambda kv: (kv[1], kv[0] == default.lr))[0]
+        want = max(Counter(seen[s]).items(), key=lambda kv: (kv[1], kv[0] == update(d)))[0]
         out[lab] = next((g for g in groups.values() if setting(g[0][1]) == s
-                         and plain(g[0][1]) and g[0][1].lr == lr), None)
+                         and plain(g[0][1]) and update(g[0][1]) == want), None)
     return out
 
 

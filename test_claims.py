@@ -35,6 +35,13 @@ def test_baseline_is_the_same_setting_without_intervention():
     b = A.baselines(groups)
     assert all(b[k] is groups["base"] for k in ("base", "ema", "lr3", "ema-lr"))
     assert b["off"] is groups["off"]  # its own baseline: no other No LN configuration
+    # a setting trained with Adam (Grokfast's): its baseline is Adam without a filter, and a
+    # Muon arm there is an intervention against it
+    adam = {k: [(None, cfg(wd=0.005, optimizer=o, grokfast=g), None, None)] * n
+            for k, o, g, n in (("adam", "adam", "none", 2), ("adam-ema", "adam", "ema", 2),
+                               ("muon", "muon", "none", 1))}
+    b = A.baselines(adam)
+    assert all(b[k] is adam["adam"] for k in adam)
 
 
 def test_seed_mean_curve_statistic_against_per_seed_steps():
