@@ -346,8 +346,8 @@ SECTIONS = {  # name: (REPRODUCTION.md's heading, folder, what makes it, printer
     "gu_preview": ("Gu et al.'s strip, a first look", "runs/gu_preview",
                    "python train.py --preset gu --seed 0 --split strip --hole 40 [--b-offset 60] "
                    "--steps 10000 --out runs/gu_preview", gu_runs),
-    "embedding": ("Embedding-MLP (AlQuabeh et al.)", "runs/embedding",
-                  "bash experiments/embedding.sh --list | bash", summary),
+    "embedding": ("Embedding-MLP (AlQuabeh et al.)", "runs/embedding", "bash experiments/"
+                  "embedding.sh --list | bash", lambda r: summary(r) or per_seed(r)),
     "minibatch": ("Embedding-MLP with mini-batches (AlQuabeh et al.)", "runs/minibatch",
                   "bash experiments/minibatch.sh --list | bash", minibatch_table.main),
     "interventions": ("Grokking accelerators", "runs/interventions",
@@ -361,7 +361,7 @@ COPIES = {  # section: its runs' copy in the repository, read where its runs/ fo
         ("placements", "ln_placements_singh"), ("placement_measures", "ln_placements_singh"),
         ("early", "ln_placements_singh"), ("compressibility", "ln_placements_compress"),
         ("coupling", "seed_coupling"), ("grids", "singh_grids"), ("fractions", "nanda_fractions"),
-        ("gu_setting", "gu_setting"), ("collapse", "prieto_fig2"))}
+        ("gu_setting", "gu_setting"), ("collapse", "prieto_fig2"), ("embedding", "embedding"))}
 
 
 def main(argv):
