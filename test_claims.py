@@ -17,7 +17,7 @@ import torch
 
 import analyze as A
 
-from data import Stop, make_data
+from data import Stop, make_data, save_atomic
 from model import Config, build_model
 from test_train import quiet, small_cfg
 from train import train
@@ -25,6 +25,7 @@ from train import train
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "experiments"))
 import claims  # noqa: E402
 import metrics_table  # noqa: E402
+import minibatch_table  # noqa: E402
 
 
 def test_baseline_is_the_same_setting_without_intervention():
@@ -318,3 +319,23 @@ def test_singh_compressibility_numbers_are_read_off_their_released_curves():
             i, stat = int(np.argmax(v)), claims.SINGH_LN[ln][1]
             want = (np.interp(1000, step, v), v[i], step[i], np.interp(stat, step, v), v[-1])
             assert claims.SINGH_CURVES[(key, ln)] == pytest.approx(want, rel=5e-3), (key, ln)
+
+
+def test_minibatch_table_reads_a_copys_hessian_from_the_json_its_checkpoint_wrote(tmp_path,
+                                                                                  capsys):
+    for embed in ("learned", "onehot"):
+        cfg = small_cfg(model="mlp", act="relu", embed=embed, batch_size=8, seed=1)
+        run = tmp_path / f"mlp-{embed}"
+        (run / "ckpt").mkdir(parents=True)
+        (run / "config.json").write_text(json.dumps(cfg.to_dict()))
+        np.savez(run / "metrics.npz", step=np.array([0, 2000]), train_loss=np.array([5.0, 1e-3]),
+                 test_loss=np.array([5.0, 2.0]), test_acc=np.array([0.0, 0.5]))
+        save_atomic(dict(model=build_model(cfg).state_dict()), str(run / "ckpt" / "step_002000.pt"))
+    minibatch_table.main(str(tmp_path))
+    table = capsys.readouterr().out
+    for embed, n in (("learned", 2), ("onehot", 1)):  # one eigenvalue a block: onehot has no embed
+        cache = json.load(open(tmp_path / f"mlp-{embed}" / "hessian.json"))
+        assert cache["step"] == 2000 and len(cache["top"]) == n and min(cache["top"]) > 0
+        shutil.rmtree(tmp_path / f"mlp-{embed}" / "ckpt")
+    minibatch_table.main(str(tmp_path))
+    assert capsys.readouterr().out == table

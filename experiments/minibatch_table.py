@@ -16,20 +16,27 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from data import load_checkpoint, make_data, token_shares  # noqa: E402
+from data import load_checkpoint, make_data, save_atomic, token_shares  # noqa: E402
 from measures import hessian_top  # noqa: E402
 from model import Config, build_model  # noqa: E402
 from train import first_below  # noqa: E402
 
 
 def top_eigenvalues(run, cfg, x, y, step=2000):
-    """Top Hessian eigenvalue of the train loss in the embedding and first-layer blocks."""
+    """Top Hessian eigenvalue of the train loss in the embedding and first-layer blocks, computed
+    from the step's checkpoint and kept in the run's hessian.json: a copy of the run without its
+    checkpoints (reproduction/minibatch) reads them from there."""
+    path = os.path.join(run, "ckpt", f"step_{step:06d}.pt")
+    cache = os.path.join(run, "hessian.json")
+    if not os.path.exists(path):
+        return json.load(open(cache))["top"]
     model = build_model(cfg).double()
-    ck = load_checkpoint(os.path.join(run, "ckpt", f"step_{step:06d}.pt"))
-    model.load_state_dict(ck["model"])
+    model.load_state_dict(load_checkpoint(path)["model"])
     torch.manual_seed(0)
-    return [hessian_top(model, x, y, model.get_parameter(b), iters=20)[0]
-            for b in ("embed.weight", "fc1.weight") if cfg.embed == "learned" or b == "fc1.weight"]
+    blocks = ["embed.weight", "fc1.weight"] if cfg.embed == "learned" else ["fc1.weight"]
+    top = [hessian_top(model, x, y, model.get_parameter(b), iters=20)[0] for b in blocks]
+    save_atomic(dict(step=step, blocks=blocks, top=top), cache)
+    return top
 
 
 def main(root):
