@@ -361,7 +361,8 @@ COPIES = {  # section: its runs' copy in the repository, read where its runs/ fo
         ("placements", "ln_placements_singh"), ("placement_measures", "ln_placements_singh"),
         ("early", "ln_placements_singh"), ("compressibility", "ln_placements_compress"),
         ("coupling", "seed_coupling"), ("grids", "singh_grids"), ("fractions", "nanda_fractions"),
-        ("gu_setting", "gu_setting"), ("collapse", "prieto_fig2"), ("embedding", "embedding"))}
+        ("gu_setting", "gu_setting"), ("collapse", "prieto_fig2"), ("embedding", "embedding"),
+        ("minibatch", "minibatch"))}
 
 
 def main(argv):
