@@ -94,6 +94,10 @@ def per_seed(root, arm=None, paper=None, ref=None):
                      + (["paper (seed-mean curve)"] if paper else []), rows))
 
 
+def summary_and_per_seed(root):  # nanda.sh, embedding.sh: analyze.py's summary, then per_seed
+    summary(root), per_seed(root)
+
+
 def singh_label(cfg):
     """The (lr, wd, alpha) a run trains with, after what differs from their one-layer No LN."""
     lr, wd = schedule(cfg, cfg.warmup)
@@ -263,12 +267,7 @@ def regularizers(root):
 
 
 def gu_runs(root):  # the hole runs, token uniformity, depth, the DNN, then analyze.py's summary
-    runs = load(root, analysed=True)  # once: the four tables read the same runs
-    gu_table.holes(runs)
-    gu_table.uniformity(runs)
-    gu_table.depth(runs)
-    gu_table.dnn(runs)
-    summary(root, runs)
+    summary(root, gu_table.main(root))  # of the runs the four tables read: analysed once
 
 
 def cleanup(root):
@@ -329,7 +328,7 @@ SECTIONS = {  # name: (REPRODUCTION.md's heading, folder, what makes it, printer
     "grids": ("Singh et al.'s own grids and appendix", "runs/singh_grids",
               "bash experiments/singh_grids.sh --batched | bash", grids),
     "nanda": ("Progress measures: training fraction and weight decay (Nanda et al.)",
-              "runs/nanda", "bash experiments/nanda.sh --list | bash", summary),
+              "runs/nanda", "bash experiments/nanda.sh --list | bash", summary_and_per_seed),
     "regularizers": ("Dropout, L1 and a float32 loss (Nanda et al.'s appendix)",
                      "runs/nanda_regularizers",
                      "bash experiments/nanda_regularizers.sh --batched | bash", regularizers),
@@ -347,7 +346,7 @@ SECTIONS = {  # name: (REPRODUCTION.md's heading, folder, what makes it, printer
                    "python train.py --preset gu --seed 0 --split strip --hole 40 [--b-offset 60] "
                    "--steps 10000 --out runs/gu_preview", gu_runs),
     "embedding": ("Embedding-MLP (AlQuabeh et al.)", "runs/embedding", "bash experiments/"
-                  "embedding.sh --list | bash", lambda r: summary(r) or per_seed(r)),
+                  "embedding.sh --list | bash", summary_and_per_seed),
     "minibatch": ("Embedding-MLP with mini-batches (AlQuabeh et al.)", "runs/minibatch",
                   "bash experiments/minibatch.sh --list | bash", minibatch_table.main),
     "interventions": ("Grokking accelerators", "runs/interventions",

@@ -118,12 +118,14 @@ def dnn(runs):
 
 
 def main(root):
+    """The four tables; returns the runs they read ({run: (cfg, metrics, analysis)})."""
     import claims  # its loader (claims imports this module: import it late)
     runs = claims.load(root, analysed=True)
     holes(runs)
     uniformity(runs)
     depth(runs)
     dnn(runs)
+    return runs
 
 
 if __name__ == "__main__":
