@@ -339,3 +339,5 @@ def test_minibatch_table_reads_a_copys_hessian_from_the_json_its_checkpoint_wrot
         shutil.rmtree(tmp_path / f"mlp-{embed}" / "ckpt")
     minibatch_table.main(str(tmp_path))
     assert capsys.readouterr().out == table
+    with pytest.raises(Stop, match="mlp-learned: no step-1000 checkpoint"):  # a cache of 2000
+        minibatch_table.top_eigenvalues(str(tmp_path / "mlp-learned"), None, None, None, 1000)

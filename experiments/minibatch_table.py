@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from data import load_checkpoint, make_data, save_atomic, token_shares  # noqa: E402
+from data import Stop, load_checkpoint, make_data, save_atomic, token_shares  # noqa: E402
 from measures import hessian_top  # noqa: E402
 from model import Config, build_model  # noqa: E402
 from train import first_below  # noqa: E402
@@ -29,6 +29,8 @@ def top_eigenvalues(run, cfg, x, y, step=2000):
     path = os.path.join(run, "ckpt", f"step_{step:06d}.pt")
     cache = os.path.join(run, "hessian.json")
     if not os.path.exists(path):
+        if not os.path.exists(cache) or json.load(open(cache))["step"] != step:
+            raise Stop(f"{run}: no step-{step} checkpoint, and no hessian.json of that step")
         return json.load(open(cache))["top"]
     model = build_model(cfg).double()
     model.load_state_dict(load_checkpoint(path)["model"])
@@ -77,4 +79,7 @@ def main(root):
 
 if __name__ == "__main__":
     from metrics_table import folder_arg
-    main(folder_arg(__doc__, "runs/minibatch"))
+    try:
+        main(folder_arg(__doc__, "runs/minibatch"))
+    except Stop as e:  # a run without its checkpoint or cached eigenvalues: one line
+        sys.exit(f"error: {e}")
