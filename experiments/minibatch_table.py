@@ -29,9 +29,10 @@ def top_eigenvalues(run, cfg, x, y, step=2000):
     path = os.path.join(run, "ckpt", f"step_{step:06d}.pt")
     cache = os.path.join(run, "hessian.json")
     if not os.path.exists(path):
-        if not os.path.exists(cache) or json.load(open(cache))["step"] != step:
+        kept = json.load(open(cache)) if os.path.exists(cache) else {}
+        if kept.get("step") != step:
             raise Stop(f"{run}: no step-{step} checkpoint, and no hessian.json of that step")
-        return json.load(open(cache))["top"]
+        return kept["top"]
     model = build_model(cfg).double()
     model.load_state_dict(load_checkpoint(path)["model"])
     torch.manual_seed(0)
