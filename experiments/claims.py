@@ -60,9 +60,9 @@ def summary(root, runs=None):
 
 def per_seed(root, arm=None, paper=None, ref=None):
     """Steps to test loss <= 0.01 seed by seed, their mean, the seed-mean curve's step (Singh
-    et al.'s statistic) and a Mann-Whitney U test against the first group. arm: a label per
-    config (default: analyze's grouping, which ignores --data-seed), groups then sorted by label
-    but `ref` first; paper: cfg -> the paper's number for that config (a column when given)."""
+    et al.'s statistic) and a Mann-Whitney U test against `ref` (a label), else the first group.
+    arm: a label per config (default: analyze's grouping, which ignores --data-seed; groups then
+    sorted by label); `ref` comes first; paper: cfg -> the paper's number (a column when given)."""
     done = load(root)
     if arm is None:
         groups, _ = A.group_runs(done)
@@ -70,7 +70,8 @@ def per_seed(root, arm=None, paper=None, ref=None):
         groups = {}
         for run, (cfg, m, r) in done.items():
             groups.setdefault(arm(cfg), []).append((run, cfg, m, r))
-        groups = dict(sorted(groups.items(), key=lambda kv: (kv[0] != ref, kv[0])))
+        groups = dict(sorted(groups.items()))
+    groups = dict(sorted(groups.items(), key=lambda kv: kv[0] != ref))  # stable: ref, then the rest
     groups = {lab: sorted(runs, key=lambda r: r[1].seed) for lab, runs in groups.items()}  # s2, s10
     # against `ref`, or the first group; no test when ref is named but not among the runs
     first = groups.get(ref) if ref else next(iter(groups.values()))
@@ -92,10 +93,6 @@ def per_seed(root, arm=None, paper=None, ref=None):
                       "best test acc", f"vs {ref or next(iter(groups))}"
                       + ("" if first else " (not among these runs)") + ": Mann-Whitney U / p"]
                      + (["paper (seed-mean curve)"] if paper else []), rows))
-
-
-def summary_and_per_seed(root):  # nanda.sh, embedding.sh: analyze.py's summary, then per_seed
-    summary(root), per_seed(root)
 
 
 def singh_label(cfg):
@@ -328,7 +325,8 @@ SECTIONS = {  # name: (REPRODUCTION.md's heading, folder, what makes it, printer
     "grids": ("Singh et al.'s own grids and appendix", "runs/singh_grids",
               "bash experiments/singh_grids.sh --batched | bash", grids),
     "nanda": ("Progress measures: training fraction and weight decay (Nanda et al.)",
-              "runs/nanda", "bash experiments/nanda.sh --list | bash", summary_and_per_seed),
+              "runs/nanda", "bash experiments/nanda.sh --list | bash",
+              lambda root: (summary(root), per_seed(root, ref="frac=0.3, wd=1.0"))),
     "regularizers": ("Dropout, L1 and a float32 loss (Nanda et al.'s appendix)",
                      "runs/nanda_regularizers",
                      "bash experiments/nanda_regularizers.sh --batched | bash", regularizers),
@@ -346,7 +344,8 @@ SECTIONS = {  # name: (REPRODUCTION.md's heading, folder, what makes it, printer
                    "python train.py --preset gu --seed 0 --split strip --hole 40 [--b-offset 60] "
                    "--steps 10000 --out runs/gu_preview", gu_runs),
     "embedding": ("Embedding-MLP (AlQuabeh et al.)", "runs/embedding", "bash experiments/"
-                  "embedding.sh --list | bash", summary_and_per_seed),
+                  "embedding.sh --list | bash", lambda root: (summary(root), per_seed(
+                      root, ref="op=add, split=random, embed=learned, emb_lr_ratio=1"))),
     "minibatch": ("Embedding-MLP with mini-batches (AlQuabeh et al.)", "runs/minibatch",
                   "bash experiments/minibatch.sh --list | bash", minibatch_table.main),
     "interventions": ("Grokking accelerators", "runs/interventions",
