@@ -154,7 +154,7 @@ def test_every_option_resumes_exactly_and_batches_like_lone_runs(kw, device, tmp
     # Muon orthogonalises in bfloat16: a float32 rounding difference between stacked and lone
     # gradients can flip a bfloat16 rounding (8-bit mantissa)
     rtol = 1e-3 if kw.get("optimizer") == "muon" else 1e-4
-    for k in ("train_loss", "test_loss", "weight_norm", "update_norm", "collapse"):
+    for k in ("train_loss", "test_loss", "weight_norm", "update_norm", "collapse", "zero_loss"):
         np.testing.assert_array_equal(resumed[k], alone[0][k], err_msg=k)
         for r in range(2):
             np.testing.assert_allclose(batched[r][k], alone[r][k], rtol=rtol, atol=1e-6)

@@ -51,7 +51,8 @@ def loss_fn(logits, y, dtype="float64", kind="ce"):
 def collapse(logits, y, dtype):
     """Prieto et al.'s softmax collapse, per run: the share of rows whose sum of
     exp(logit - max) rounds to 1 in the loss dtype (only the top class counts), and the share
-    whose loss is exactly 0 (no gradient)."""
+    whose softmax cross-entropy is exactly 0 (no gradient). Both are of softmax, StableMax runs
+    too: they say whether softmax would have collapsed on those logits."""
     z = logits.to(getattr(torch, dtype))
     z = z - z.amax(-1, keepdim=True)
     ones = (z.exp().sum(-1) == 1).double().mean(-1)
