@@ -126,9 +126,8 @@ def singh_name(ln):
 def placements(root):
     """experiments/ln_placements.sh: per_seed with Singh et al.'s numbers beside, each against
     No LN. Their measures through the run, beside the released curves: placement_measures."""
-    paper = lambda c: ("{} (first seed / all five: {})".format(SINGH_LN[c.ln][1] or "not reached",
-                                                             SINGH_LN[c.ln][2])
-                       if c.ln in SINGH_LN else "-")
+    paper = lambda c: "-" if c.ln not in SINGH_LN else "{} (first seed / all five: {})".format(
+        SINGH_LN[c.ln][1] or "not reached", SINGH_LN[c.ln][2])
     per_seed(root, lambda c: singh_name(c.ln), paper, ref="off (No LN)")
 
 
@@ -212,8 +211,7 @@ def coupling(root):
         pairs = [(d["coupled"], d[other]) for d in by.values() if other in d and "coupled" in d]
         if pairs:
             first, later = sum(a < b for a, b in pairs), sum(a > b for a, b in pairs)
-            reached = [sum(np.isfinite(v[i]) for v in pairs) for i in (0, 1)]
-            n = len(pairs)
+            reached, n = [sum(np.isfinite(v[i]) for v in pairs) for i in (0, 1)], len(pairs)
             print(f"seed by seed, coupled vs {other}: coupled first in {first}, later in "
                   f"{later}, tied in {n - first - later} of {n} seeds (sign test p "
                   f"{sign_test(first, later):.3f}); reached 0.01: {reached[0]} of {n} against "
@@ -273,9 +271,8 @@ def cleanup(root):
     step 16000 (the paper's cleanup ends at ~14k), then every 10000."""
     mainline = lambda c: c.wd > 0 and not c.dropout and not c.l1 and c.loss_dtype == "float64"
     for run, (_, _, a) in load(root, analysed=True, keep=mainline).items():
-        print(run, *(f"{k} {a[k]}" for k in ("keys", "keys_logit", "keys_neurons",
-                                              "one_freq_share", "cos_r2", "cos_r2_per_freq")
-                     if k in a))
+        fits = ("keys", "keys_logit", "keys_neurons", "one_freq_share", "cos_r2", "cos_r2_per_freq")
+        print(run, *(f"{k} {a[k]}" for k in fits if k in a))
         keys = ("step", "test_loss", "restricted_loss", "excluded_loss", "gini_embed",
                 "gini_logit", "weight_norm")
         at = ((a["step"] <= 16000) & (a["step"] % 1600 == 0)) | (a["step"] % 10000 == 0)
@@ -348,6 +345,9 @@ SECTIONS = {  # name: (REPRODUCTION.md's heading, folder, what makes it, printer
                       root, ref="op=add, split=random, embed=learned, emb_lr_ratio=1"))),
     "minibatch": ("Embedding-MLP with mini-batches (AlQuabeh et al.)", "runs/minibatch",
                   "bash experiments/minibatch.sh --list | bash", minibatch_table.main),
+    "prieto": ("Grokking accelerators in Prieto et al.'s own setting (their Fig. 1)",
+               "runs/prieto_fig1", "bash experiments/interventions.sh --list | grep prieto_fig1 "
+               "| bash", metrics_table.main),
     "interventions": ("Grokking accelerators", "runs/interventions",
                       "bash experiments/interventions.sh --list | bash", metrics_table.main),
     "collapse": ("Softmax in float16, float32 and float64 (Prieto et al.'s Fig. 2)",
@@ -360,7 +360,8 @@ COPIES = {  # section: its runs' copy in the repository, read where its runs/ fo
         ("early", "ln_placements_singh"), ("compressibility", "ln_placements_compress"),
         ("coupling", "seed_coupling"), ("grids", "singh_grids"), ("fractions", "nanda_fractions"),
         ("gu_setting", "gu_setting"), ("collapse", "prieto_fig2"), ("embedding", "embedding"),
-        ("minibatch", "minibatch"), ("gu_preview", "gu_preview"), ("nanda", "nanda"))}
+        ("minibatch", "minibatch"), ("gu_preview", "gu_preview"), ("nanda", "nanda"),
+        ("prieto", "prieto_fig1"))}
 
 
 def main(argv):

@@ -8,13 +8,14 @@
 source "$(dirname "$0")/jobs.sh"
 OUT=runs/interventions
 jobs() { for s in 0 1 2 3 4; do
-  p="python train.py --model mlp --embed onehot --n-layers 2 --d-mlp 200 --no-bias --act relu --init torch --frac 0.4 --lr 0.01 --wd 0 --seed $s --out $OUT"
+  p="python train.py --model mlp --embed onehot --n-layers 2 --d-mlp 200 --no-bias --act relu --init torch --frac 0.4 --lr 0.01 --wd 0 --seed $s"
   # their AdamW: betas (0.9, 0.99), eps 1e-25 (utils.py defaults); ⊥AdamW's: torch's defaults
-  echo "$p --betas 0.9 0.999 --orthograd --loss-dtype float32 --steps 300"   # Fig. 1a: ⊥AdamW
-  echo "$p --betas 0.9 0.99 --eps 1e-25 --loss-dtype float32 --steps 4000"   # softmax collapse
+  f1="--out runs/prieto_fig1"
+  echo "$p --betas 0.9 0.999 --orthograd --loss-dtype float32 --steps 300 $f1"   # Fig. 1a: ⊥AdamW
+  echo "$p --betas 0.9 0.99 --eps 1e-25 --loss-dtype float32 --steps 4000 $f1"  # softmax collapse
   # Fig. 1c: float64, their 80k epochs (REPRODUCTION's table has its first 4000 steps)
-  echo "$p --betas 0.9 0.99 --eps 1e-25 --steps 80000 --eval-every 100 --ckpt-every 4000"
-  echo "$p --betas 0.9 0.999 --eps 1e-25 --loss stablemax --steps 80000 --eval-every 100 --ckpt-every 4000 --stop-after-grok 1000"  # Fig. 1b
+  echo "$p --betas 0.9 0.99 --eps 1e-25 --steps 80000 --eval-every 100 --ckpt-every 4000 $f1"
+  echo "$p --betas 0.9 0.999 --eps 1e-25 --loss stablemax --steps 80000 --eval-every 100 --ckpt-every 4000 --stop-after-grok 1000 $f1"  # Fig. 1b
   # Fig. 2 (their script l.58-70): lr 5e-4, 20k epochs, softmax in float16 / float32 / float64,
   # frac 0.7 and 0.6 with eps 1e-25, frac 0.4 with eps 1e-30
   for f in 0.7 0.6 0.4; do e=1e-25; [ $f = 0.4 ] && e=1e-30; for d in float16 float32 float64; do
