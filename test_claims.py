@@ -90,6 +90,17 @@ def test_claims_prints_each_arm_seed_by_seed_from_the_run_folders(tmp_path, caps
     out = capsys.readouterr().out
     assert "vs centre (not among these runs): Mann-Whitney U / p |" in out \
         and out.count(" / p ") == 1  # in the header only: no test
+    for lr, grok in ((1e-3, 300), (3e-3, 100)):  # analyze's grouping, against a named group
+        run = tmp_path / "lr" / f"lr{lr}"
+        run.mkdir(parents=True)
+        (run / "config.json").write_text(json.dumps(Config(lr=lr, steps=1000).to_dict()))
+        loss = np.where(steps >= grok, 0.005, 1.0)
+        np.savez(run / "metrics.npz", step=steps, test_loss=loss, test_acc=1 - loss)
+    for ref, other in (("lr=0.001", "lr=0.003"), ("lr=0.003", "lr=0.001")):
+        claims.per_seed(str(tmp_path / "lr"), ref=ref)
+        rows = [r for r in capsys.readouterr().out.splitlines() if r.startswith("| lr=")]
+        assert rows[0].startswith(f"| {ref} |") and rows[0].endswith("| - |") \
+            and rows[1].startswith(f"| {other} |") and "| U " in rows[1]
     cut = dict(step=np.arange(0, 301, 100))  # a run interrupted before its budget
     assert A.unfinished(Config(steps=1000), cut) == "- (stopped at 300 of 1000)"
     loss = np.array([1.0, 0.5, 6.0, 0.1, 0.9, 20.0])  # > 10x the evaluation before: 2
