@@ -60,9 +60,9 @@ def summary(root, runs=None):
 
 def per_seed(root, arm=None, paper=None, ref=None):
     """Steps to test loss <= 0.01 seed by seed, their mean, the seed-mean curve's step (Singh
-    et al.'s statistic) and a Mann-Whitney U test against `ref` (a label), else the first group.
-    arm: a label per config (default: analyze's grouping, which ignores --data-seed; groups then
-    sorted by label); `ref` comes first; paper: cfg -> the paper's number (a column when given)."""
+    et al.'s statistic) and a Mann-Whitney U test against `ref` (a label as printed: its keys are
+    what varies in root), else the first group. arm: a label per config, groups sorted by label
+    (default: analyze's grouping and order); `ref` first; paper: cfg -> the paper's number."""
     done = load(root)
     if arm is None:
         groups, _ = A.group_runs(done)

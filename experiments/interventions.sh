@@ -1,7 +1,8 @@
 # Grokking accelerators compared fairly (Grokfast, ⊥Grad, StableMax, Muon), 5 seeds each.
 #   1. Prieto et al.'s own setting (grokking-at-the-edge-of-numerical-stability, Fig. 1): a+b mod
 #      113, 40% train, MLP 226 -> 200 -> 200 -> 113 without biases on two one-hots, torch's init,
-#      full batch, lr 0.01, wd 0. Cheap on a CPU but for StableMax's 80k steps.
+#      full batch, lr 0.01, wd 0. Cheap on a CPU but for StableMax's 80k steps. Fig. 1's runs go
+#      to runs/prieto_fig1, Fig. 2's to runs/prieto_fig2, the rest to runs/interventions.
 #   2. This project's settings (M+A*, No LN, Nanda et al.'s mainline): each method against AdamW
 #      at the same weight decay; each Grokfast filter also against AdamW at lr * (1 + lambda)
 #      and the filter at lr / (1 + lambda). A GPU job: bash experiments/interventions.sh --batched
