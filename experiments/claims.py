@@ -114,7 +114,7 @@ def singh_number(cfg):
 
 
 def grids(root):
-    """singh_grids.sh: per_seed, Singh et al.'s numbers beside, against lr 1e-3, wd 1, alpha 1."""
+    """singh_grids.sh, optimization.sh: per_seed with Singh et al.'s numbers, vs the centre."""
     per_seed(root, singh_label, singh_number, ref="lr 0.001, wd 1, alpha 1")
 
 
@@ -318,7 +318,7 @@ SECTIONS = {  # name: (REPRODUCTION.md's heading, folder, what makes it, printer
                  "bash experiments/seed_coupling.sh --batched | bash", coupling),
     "optimization": ("Learning rate, weight decay and readout scale (Singh et al.)",
                      "runs/optimization", "bash experiments/optimization.sh --list | bash",
-                     per_seed),
+                     grids),
     "grids": ("Singh et al.'s own grids and appendix", "runs/singh_grids",
               "bash experiments/singh_grids.sh --batched | bash", grids),
     "nanda": ("Progress measures: training fraction and weight decay (Nanda et al.)",
