@@ -361,7 +361,7 @@ COPIES = {  # section: its runs' copy in the repository, read where its runs/ fo
         ("coupling", "seed_coupling"), ("grids", "singh_grids"), ("fractions", "nanda_fractions"),
         ("gu_setting", "gu_setting"), ("collapse", "prieto_fig2"), ("embedding", "embedding"),
         ("minibatch", "minibatch"), ("gu_preview", "gu_preview"), ("nanda", "nanda"),
-        ("prieto", "prieto_fig1"))}
+        ("prieto", "prieto_fig1"), ("optimization", "optimization"))}
 
 
 def main(argv):
