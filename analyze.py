@@ -360,7 +360,7 @@ def cross_run(root, done):
     groups, varying = group_runs(done)
     plots.cross_run_figures(
         root, {lab: [(m, r) for _, _, m, r in runs] for lab, runs in groups.items()},
-        grok={lab: [s for s in grok_steps(runs) if s is not None] for lab, runs in groups.items()},
+        grok={lab: grok_steps(runs) for lab, runs in groups.items()},
         dots={lab: grok_dot(runs, "c_fourier") for lab, runs in groups.items()},
         sweeps=sweeps(groups, varying), thr=GROK)
     write_summary(root, groups)

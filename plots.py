@@ -143,17 +143,19 @@ BY_CONFIG = [  # (key, y label, log scale, from metrics.npz rather than analysis
 
 
 def cross_run_figures(root, groups, grok, dots, sweeps, thr):
-    """groups: {configuration: [(metrics, analysis) of each seed]}; grok: {configuration: steps
-    to test loss <= thr of the seeds that got there}; dots: {configuration: (mean generalization
-    step, mean C_Fourier there)}; sweeps: {option: (baseline, {series: [(value, steps to
-    generalize or NaN, best test accuracy)]})}."""
+    """groups: {configuration: [(metrics, analysis) of each seed]}; grok: {configuration: each
+    seed's step to test loss <= thr, None where it did not get there}; dots: {configuration:
+    (mean generalization step, mean C_Fourier there)}; sweeps: {option: (baseline, {series:
+    [(value, steps to generalize or NaN, best test accuracy)]})}."""
     out = os.path.join(root, "figures")
     os.makedirs(out, exist_ok=True)
     # (colour, line style): the colour cycle has 10 colours, so configurations 11-20 are dashed
     styles = {lab: (f"C{i % 10}", "-" if i < 10 else "--") for i, lab in enumerate(groups)}
     loss_by_config(os.path.join(out, "loss_by_config.png"), groups, styles, thr)
-    steps_to_generalize(os.path.join(out, "steps_to_generalize.png"), groups,
-                        {f"steps until test loss <= {thr}": grok}, styles)
+    steps_to_generalize(os.path.join(out, "steps_to_generalize.png"),
+                        {f"steps until test loss <= {thr}": grok},
+                        {lab: [m["step"][-1] for m, _ in runs] for lab, runs in groups.items()},
+                        styles)
     for key, ylab, log, metric in BY_CONFIG:
         if not any(np.isfinite(x[0 if metric else 1][key]).any()
                    for runs in groups.values() for x in runs):
@@ -195,11 +197,13 @@ def loss_by_config(path, groups, styles, thr):
     save(fig, path)
 
 
-def steps_to_generalize(path, groups, stats, styles):
-    """One panel per statistic ({y label: {configuration: steps of the seeds that got there}}):
-    a bar at the mean +- std, every seed as a dot. Ticks name only what differs between the
-    configurations: each "key=value" of a label that is not its key's most common value."""
-    labs = list(groups)
+def steps_to_generalize(path, stats, last, styles):
+    """One panel per statistic ({y label: {configuration: each seed's step, None where it did
+    not get there}}; last: {configuration: each seed's last step}): a bar at the mean +- std of
+    the seeds that got there, each of them a dot, each seed that did not an open circle at its
+    last step (not there by then). Ticks name only what differs between the configurations:
+    each "key=value" of a label that is not its key's most common value."""
+    labs = list(last)
     toks = [l.split(", ") for l in labs]
     keyed = len(labs) > 1 and len({len(t) for t in toks}) == 1  # the same keys in every label
     common = [max(c, key=c.count) for c in zip(*toks)] if keyed else []  # ties: the first
@@ -207,16 +211,20 @@ def steps_to_generalize(path, groups, stats, styles):
              for ts in toks]
     fig, axs = plt.subplots(len(stats), 1, figsize=(max(6, 1.3 * len(labs)), 3.5 * len(stats)),
                             squeeze=False)
-    for ax, (ylab, grok) in zip(axs[:, 0], stats.items()):
-        ax.bar(range(len(labs)), [np.mean(grok[l]) if grok[l] else np.nan for l in labs],
-               yerr=[np.std(grok[l]) if grok[l] else 0 for l in labs],
+    for ax, (ylab, steps) in zip(axs[:, 0], stats.items()):
+        got = {l: [s for s in steps[l] if s is not None] for l in labs}
+        ax.bar(range(len(labs)), [np.mean(got[l]) if got[l] else np.nan for l in labs],
+               yerr=[np.std(got[l]) if got[l] else 0 for l in labs],
                color=[styles[l][0] for l in labs], capsize=4, alpha=0.6)
-        for i, l in enumerate(labs):  # every seed that got there, as a dot
-            ax.plot([i] * len(grok[l]), grok[l], "k.", markersize=5)
-        ax.set_xticks(range(len(labs)), [f"{t}\n({len(grok[l])}/{len(groups[l])} seeds)"
+        for i, l in enumerate(labs):
+            ax.plot([i] * len(got[l]), got[l], "k.", markersize=5)
+            out = [t for s, t in zip(steps[l], last[l]) if s is None]
+            ax.plot([i] * len(out), out, "ko", mfc="none", markersize=5)
+        ax.set_xticks(range(len(labs)), [f"{t}\n({len(got[l])}/{len(last[l])} seeds)"
                                          for t, l in zip(ticks, labs)], fontsize=7, rotation=15)
         ax.set(ylabel=ylab)
-    axs[0, 0].set_title("steps to generalize (mean +- std over the seeds that did; each a dot)"
+    axs[0, 0].set_title("steps to generalize: mean +- std over the seeds that did, each a dot; "
+                        "open: not by its last step"
                         + ("\nmost common values: " + ", ".join(common) if common else ""),
                         fontsize=9)
     save(fig, path)

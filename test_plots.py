@@ -21,14 +21,34 @@ def made_up_run(steps, mlp):
 def test_cross_run_figures_skip_a_measure_no_run_has(tmp_path):
     steps = np.arange(0, 1000, 100)
     groups = {"model=mlp": [made_up_run(steps, mlp=True) for _ in range(3)]}
-    plots.cross_run_figures(str(tmp_path), groups, {"model=mlp": [600, 700]}, {}, {}, 0.01)
+    plots.cross_run_figures(str(tmp_path), groups, {"model=mlp": [600, 700, None]}, {}, {},
+                            0.01)
     made = set(os.listdir(tmp_path / "figures"))
     assert {"med_by_config.png", "c_fourier_by_config.png", "loss_by_config.png"} <= made
     assert "sr_train_by_config.png" not in made and "attn_entropy_by_config.png" not in made
     groups["model=transformer"] = [made_up_run(steps, mlp=False)]  # one has it: drawn
-    grok = {"model=mlp": [600], "model=transformer": []}
+    grok = {"model=mlp": [600, None, None], "model=transformer": [None]}
     plots.cross_run_figures(str(tmp_path), groups, grok, {}, {}, 0.01)
     assert "sr_train_by_config.png" in os.listdir(tmp_path / "figures")
+
+
+def test_steps_to_generalize_draws_every_seed_those_that_never_did_open_at_their_last_step(
+        monkeypatch):
+    drawn = []
+    monkeypatch.setattr(plots, "save", lambda fig, path: drawn.append(fig))
+    plots.steps_to_generalize("unused", {"steps": {"a": [300, None, 500], "b": [None]}},
+                              {"a": [1000, 800, 900], "b": [2000]},
+                              {"a": ("C0", "-"), "b": ("C1", "-")})
+    ax = drawn[0].axes[0]
+    marks = {m: [(list(l.get_xdata()), list(l.get_ydata())) for l in ax.lines
+                 if l.get_marker() == m and len(l.get_xdata())] for m in ".o"}
+    assert marks["."] == [([0, 0], [300, 500])]  # the seeds that got there: dots
+    assert marks["o"] == [([0], [800]), ([1], [2000])]  # the others: open, at their last step
+    assert all(l.get_markerfacecolor() == "none" for l in ax.lines if l.get_marker() == "o")
+    assert ax.patches[0].get_height() == 400 and np.isnan(ax.patches[1].get_height())
+    assert [t.get_text().split("\n")[1] for t in ax.get_xticklabels()] == ["(2/3 seeds)",
+                                                                           "(0/1 seeds)"]
+    plt.close(drawn[0])
 
 
 def test_band_averages_the_seeds_at_one_step_though_they_log_at_others():

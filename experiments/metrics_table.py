@@ -79,9 +79,12 @@ def main(root):
     import plots  # matplotlib only when drawing
     path = os.path.join(root, "figures", "steps_to_generalize.png")
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    reached = lambda f: {lab: [s for s in f(runs) if s is not None] for lab, runs in groups.items()}
-    plots.steps_to_generalize(path, groups, {"steps until test accuracy >= 0.95": reached(acc),
-                                             f"steps until test loss <= {GROK}": reached(loss)},
+    plots.steps_to_generalize(path, {"steps until test accuracy >= 0.95":
+                                     {lab: acc(runs) for lab, runs in groups.items()},
+                                     f"steps until test loss <= {GROK}":
+                                     {lab: loss(runs) for lab, runs in groups.items()}},
+                              {lab: [m["step"][-1] for _, _, m, _ in runs]
+                               for lab, runs in groups.items()},
                               {lab: (f"C{i % 10}", "-") for i, lab in enumerate(groups)})
     print(f"\nfigure: {path}")
 
