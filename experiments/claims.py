@@ -355,13 +355,13 @@ SECTIONS = {  # name: (REPRODUCTION.md's heading, folder, what makes it, printer
                  "prieto_fig2 | bash", collapse),
 }
 COPIES = {  # section: its runs' copy in the repository, read where its runs/ folder has none
-    name: os.path.join("reproduction", copy) for name, copy in (
+    name: os.path.join("reproduction", copy) for name, copy in (("nanda", "nanda"),
         ("placements", "ln_placements_singh"), ("placement_measures", "ln_placements_singh"),
         ("early", "ln_placements_singh"), ("compressibility", "ln_placements_compress"),
         ("coupling", "seed_coupling"), ("grids", "singh_grids"), ("fractions", "nanda_fractions"),
         ("gu_setting", "gu_setting"), ("collapse", "prieto_fig2"), ("embedding", "embedding"),
-        ("minibatch", "minibatch"), ("gu_preview", "gu_preview"), ("nanda", "nanda"),
-        ("prieto", "prieto_fig1"), ("optimization", "optimization"))}
+        ("minibatch", "minibatch"), ("gu_preview", "gu_preview"), ("prieto", "prieto_fig1"),
+        ("optimization", "optimization"), ("interventions", "interventions_pre"))}
 
 
 def main(argv):
