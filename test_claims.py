@@ -26,6 +26,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "exp
 import claims  # noqa: E402
 import metrics_table  # noqa: E402
 import minibatch_table  # noqa: E402
+import singh_released  # noqa: E402
 
 
 def test_baseline_is_the_same_setting_without_intervention():
@@ -125,10 +126,17 @@ def test_claims_puts_singh_et_al_s_number_beside_each_placement(tmp_path, capsys
 
 def test_claims_finds_singh_et_al_s_number_for_the_lr_and_wd_a_run_trains_with():
     off = dict(ln="off")
-    assert claims.singh_number(Config(**off, lr=1e-2, fix_wd=True)) == "4470"  # wd 0.1
-    assert claims.singh_number(Config(**off, alpha=0.5, alpha_lr=True)) == "2021"  # lr 4e-3
-    assert claims.singh_number(Config(**off, alpha=0.5)) == "not reached"
-    assert claims.singh_number(Config(**off, wd=1.5)) == "6395"
+    assert claims.singh_number(Config(**off, lr=1e-2, fix_wd=True)) \
+        == "4470 (first seed / all five: 3026 / 4788)"  # wd 0.1
+    assert claims.singh_number(Config(**off, alpha=0.5, alpha_lr=True)).startswith("2021 ")
+    assert claims.singh_number(Config(**off, alpha=0.5)) \
+        == "not reached (first seed / all five: 9155 / not all)"
+    assert claims.singh_number(Config(**off, wd=0.1)).endswith(": none / not all)")
+    assert claims.singh_number(Config(**off, wd=1.5)).startswith("6395 ")
+    kaiming = dict(off, eps=0.0, init="kaiming")  # their appendix's sweep
+    assert claims.singh_number(Config(**kaiming, alpha=0.5, alpha_lr=True)).startswith("1736 ")
+    assert claims.singh_number(Config(**kaiming, wd=1.5)) == "-"  # not in that sweep
+    assert claims.singh_number(Config(**off, eps=0.0)) == "-"  # eps 0 with their LeCun init
     assert claims.singh_number(Config(**off, wd=2.0)) == "-"  # not on their grid
     assert claims.singh_number(Config(ln="pre")) == "-"
     assert claims.singh_number(Config(**off, n_layers=3, d_model=64)) == "-"
@@ -315,21 +323,38 @@ def test_cleanup_prints_the_mainline_runs_every_1600_steps_to_16k_then_every_10k
     assert rows == [str(s) for s in sorted({*range(0, 16001, 1600), *range(0, 40001, 10000)})]
 
 
-def test_singh_compressibility_numbers_are_read_off_their_released_curves():
-    # reproduction/sources/singh_released/: layernorm-grok 7ea0e10, notebooks/data/ln_*.csv
-    for key, name in (("rank", "rank"), ("power_law_alpha", "alpha"), ("eff_rank", "eff_rank")):
+def test_singh_curve_numbers_are_read_off_their_released_curves():
+    # reproduction/sources/singh_released/: layernorm-grok 7ea0e10, notebooks/data/ln_*.csv,
+    # data/trf-1l_lecun_fourier_colvar.csv, check_data/attn_ln_analysis.csv
+    files = [(k, f"ln_{n}.csv") for k, n in (("rank", "rank"), ("power_law_alpha", "alpha"),
+                                             ("eff_rank", "eff_rank"))]
+    for key, name in files + [("c_fourier", "trf-1l_lecun_fourier_colvar.csv"),
+                              ("attn_entropy", "attn_ln_analysis.csv")]:
         path = os.path.join(os.path.dirname(__file__), "reproduction", "sources",
-                            "singh_released", f"ln_{name}.csv")
+                            "singh_released", name)
         head, *rows = list(csv.reader(open(path)))
         step = np.array([float(r[0]) for r in rows])
         for j, col in enumerate(head):
-            if j == 0 or col.endswith(("__MIN", "__MAX")):
+            if j == 0 or col.endswith(("__MIN", "__MAX", "eff_rank")):
                 continue
-            ln = col.split(": ")[1].split(" - ")[0]
+            ln = col.split(": ")[1].split(" - ")[0] if ": " in col else col.split("__")[0]
             v = np.array([float(r[j]) for r in rows])
-            i, stat = int(np.argmax(v)), claims.SINGH_LN[ln][1]
-            want = (np.interp(1000, step, v), v[i], step[i], np.interp(stat, step, v), v[-1])
+            i, stat = int(np.argmax(v)), claims.SINGH_LN[ln][1][0]
+            at = np.interp(stat, step, v) if stat else None  # A^qk: no step of theirs
+            want = (np.interp(1000, step, v), v[i], step[i], at, v[-1])
             assert claims.SINGH_CURVES[(key, ln)] == pytest.approx(want, rel=5e-3), (key, ln)
+
+
+def test_singh_released_reads_the_three_first_steps_of_each_curve(tmp_path):
+    # a W&B export as theirs: the seed-mean, its minimum and maximum over seeds, per curve
+    head = ["Step"] + [f"opt.weight_decay: {w} - test/loss{x}" for w in (1, 2)
+                       for x in ("", "__MIN", "__MAX")]
+    rows = [[1, 5, 4, 6, 5, 4, 6], [2, 0.5, 0.009, 1, 0.02, 0.015, 0.03],
+            [3, 0.01, 0.001, 0.02, 0.02, 0.01, 0.04], [4, 0.002, 0.001, 0.005, "", "", ""]]
+    path = tmp_path / "c.csv"
+    path.write_text("\n".join(",".join(f'"{x}"' for x in r) for r in [head] + rows))
+    assert singh_released.first_steps(str(path)) == {"opt.weight_decay: 1": (3, 2, 4),
+                                                       "opt.weight_decay: 2": (0, 3, 0)}
 
 
 def test_minibatch_table_reads_a_copys_hessian_from_the_json_its_checkpoint_wrote(tmp_path,

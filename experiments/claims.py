@@ -24,7 +24,7 @@ import metrics_table  # noqa: E402
 import minibatch_table  # noqa: E402
 import gu_table  # noqa: E402
 from singh_numbers import (COMPRESSIBILITY, SINGH, SINGH_CURVES, SINGH_LN,  # noqa: E402
-                           SINGH_MODEL)
+                           SINGH_MODEL, released)
 from data import Stop  # noqa: E402
 from measures import fisher_exact, sign_test  # noqa: E402
 from model import Config  # noqa: E402
@@ -105,12 +105,12 @@ def singh_label(cfg):
 
 
 def singh_number(cfg):
-    """Singh et al.'s number for a run's config, '-' where they have none."""
-    if any(getattr(cfg, k) != v for k, v in SINGH_MODEL.items()):
-        return "-"
+    """Singh et al.'s numbers for a run's config, '-' where they have none."""
+    same = all(getattr(cfg, k) == v for k, v in SINGH_MODEL.items() if k not in ("eps", "init"))
+    sweep = SINGH.get((cfg.eps, cfg.init), {}) if same else {}  # eps and init pick the sweep
     lr, wd = schedule(cfg, cfg.warmup)
-    v = next((v for k, v in SINGH.items() if np.allclose(k, (lr, wd, cfg.alpha), rtol=1e-6)), None)
-    return "-" if v is None else str(v or "not reached")
+    v = next((v for k, v in sweep.items() if np.allclose(k, (lr, wd, cfg.alpha), rtol=1e-6)), None)
+    return "-" if v is None else released(*v)
 
 
 def grids(root):
@@ -126,8 +126,7 @@ def singh_name(ln):
 def placements(root):
     """experiments/ln_placements.sh: per_seed with Singh et al.'s numbers beside, each against
     No LN. Their measures through the run, beside the released curves: placement_measures."""
-    paper = lambda c: "-" if c.ln not in SINGH_LN else "{} (first seed / all five: {})".format(
-        SINGH_LN[c.ln][1] or "not reached", SINGH_LN[c.ln][2])
+    paper = lambda c: released(*SINGH_LN[c.ln][1]) if c.ln in SINGH_LN else "-"
     per_seed(root, lambda c: singh_name(c.ln), paper, ref="off (No LN)")
 
 
@@ -193,7 +192,7 @@ def coupling(root):
                      and c.split_rng == "torch" else "independent: split from --data-seed"
                      if c.data_seed is not None else f"{c.split_rng}: their code's split")
     per_seed(root, arm)
-    by, groups, paper = {}, {}, SINGH[(1e-3, 1, 1)]
+    by, groups, paper = {}, {}, SINGH[1e-8, "singh"][1e-3, 1, 1][0]
     for run, (cfg, m, r) in load(root).items():
         s, lab = first_below(m["step"], m["test_loss"]), arm(cfg).split(":")[0]
         by.setdefault(cfg.seed, {})[lab] = np.inf if s is None else s

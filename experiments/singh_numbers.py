@@ -1,24 +1,38 @@
 """Singh et al.'s numbers that experiments/claims.py prints beside this project's, each with
-its source (the paper via conventions.md, or their released curves)."""
+its source (their released curves)."""
 
-# Singh et al.'s sweeps, their statistic on 5 seeds (conventions.md, "Known results"): No LN,
-# one layer, keyed by the (lr, wd, alpha) a run trains with; 0: not reached in 10k steps.
-SINGH = {(1e-3, 1, 1): 7807, (3e-3, 1 / 3, 1): 7740, (5e-3, 0.2, 1): 6582, (1e-2, 0.1, 1): 4470,
-         (1e-3, 0.1, 1): 0, (1e-3, 0.2, 1): 0, (1e-3, 0.5, 1): 0, (1e-3, 0.75, 1): 9787,
-         (1e-3, 1.5, 1): 6395, (1e-3, 1, 0.5): 0, (1e-3, 1, 0.75): 0, (1e-3, 1, 1.25): 8221,
-         (1e-3, 1, 1.5): 8309, (4e-3, 1, 0.5): 2021, (1e-3 / 0.75 ** 2, 1, 0.75): 5531,
-         (1e-3 / 1.25 ** 2, 1, 1.25): 0, (1e-3 / 1.5 ** 2, 1, 1.5): 0}
+# Singh et al.'s step numbers, each (seed-mean curve <= 0.01 at: their statistic; the first seed
+# there; all five there at once), 0: not in 10k steps. Re-derived from their released curves
+# (layernorm-grok 7ea0e10, notebooks/) by `python experiments/singh_released.py`, which names
+# the file of each sweep. No LN, one layer, keyed by the (lr, wd, alpha) a run trains with; the
+# main text's sweeps (AdamW eps 1e-8, their LeCun init) and the appendix's eps 0 + Kaiming init
+# (their scripts/lazy.sh and lazy_wrong.sh, loop (b)).
+SINGH = {(1e-8, "singh"): {
+    (1e-3, 1, 1): (7807, 6328, 7935), (3e-3, 1 / 3, 1): (7740, 4575, 8078),
+    (5e-3, 0.2, 1): (6582, 4062, 7001), (1e-2, 0.1, 1): (4470, 3026, 4788),
+    (1e-3, 0.1, 1): (0, 0, 0), (1e-3, 0.2, 1): (0, 0, 0), (1e-3, 0.5, 1): (0, 0, 0),
+    (1e-3, 0.75, 1): (9787, 9173, 0), (1e-3, 1.5, 1): (6395, 3952, 6661),
+    (1e-3, 1, 0.5): (0, 9155, 0), (1e-3, 1, 0.75): (0, 7604, 0),
+    (1e-3, 1, 1.25): (8221, 5019, 8475), (1e-3, 1, 1.5): (8309, 4328, 8565),
+    (4e-3, 1, 0.5): (2021, 1245, 2150), (1e-3 / 0.75 ** 2, 1, 0.75): (5531, 3384, 5858),
+    (1e-3 / 1.25 ** 2, 1, 1.25): (0, 6830, 0), (1e-3 / 1.5 ** 2, 1, 1.5): (0, 8073, 0)},
+    (0.0, "kaiming"): {
+    (1e-3, 1, 1): (6617, 2862, 7009), (1e-3, 1, 0.5): (7933, 5595, 8209),
+    (1e-3, 1, 0.75): (8131, 3943, 8430), (1e-3, 1, 1.25): (5177, 2244, 6570),
+    (1e-3, 1, 1.5): (5168, 2267, 6465), (4e-3, 1, 0.5): (1736, 1205, 1811),
+    (1e-3 / 0.75 ** 2, 1, 0.75): (4587, 1945, 4913),
+    (1e-3 / 1.25 ** 2, 1, 1.25): (7532, 3222, 7940), (1e-3 / 1.5 ** 2, 1, 1.5): (0, 4916, 0)}}
 
-# Their one-layer No LN model of those sweeps: a run that differs in one of these has no number.
+# Their one-layer No LN model of those sweeps: a run that differs in one of these has no number
+# (but eps and init, which pick the sweep above).
 SINGH_MODEL = dict(ln="off", n_layers=1, d_model=128, d_mlp=512, norm="layernorm", eps=1e-8,
                    init="singh")
 
-# Singh et al.'s placements: their name, their statistic on 5 seeds (0: not in 10k steps) and, on
-# their released curves, the first seed / all five <= 0.01 (conventions.md, "Known results").
-SINGH_LN = {"off": ("No LN", 7807, "6328 / 7935"), "mlp-pre": ("M", 1425, "809 / 2055"),
-            "pre": ("M+A*", 3525, "2360 / 3934"), "attn-pre": ("A*", 7157, "3647 / 7274"),
-            "pre-v": ("M+A^v", 964, "-"), "attn-pre-v": ("A^v", 1891, "-"),
-            "attn-pre-qk": ("A^qk", 0, "-")}
+# Singh et al.'s placements: their name and their numbers as in SINGH (the same source).
+SINGH_LN = {"off": ("No LN", (7807, 6328, 7935)), "mlp-pre": ("M", (1425, 809, 2055)),
+            "pre": ("M+A*", (3525, 2360, 3934)), "attn-pre": ("A*", (7157, 3647, 7274)),
+            "pre-v": ("M+A^v", (964, 529, 1061)), "attn-pre-v": ("A^v", (1891, 1523, 1982)),
+            "attn-pre-qk": ("A^qk", (0, 0, 0))}
 
 # Singh et al.'s released 5-seed mean curves (layernorm-grok commit 7ea0e10, notebooks/: C_Fourier
 # data/trf-1l_lecun_fourier_colvar.csv, every 200 steps; attention entropy
@@ -55,3 +69,9 @@ SINGH_CURVES = {
     ("eff_rank", "off"): (35.6, 36.0, 1600, 10.7, 8.34)}
 
 COMPRESSIBILITY = ("rank", "power_law_alpha", "power_law_alpha_f64", "eff_rank")
+
+
+def released(mean, first, every):
+    """One of the step numbers above as the tables print it."""
+    return (f"{mean or 'not reached'} (first seed / all five: {first or 'none'} / "
+            f"{every or 'not all'})")

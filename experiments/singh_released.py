@@ -1,0 +1,56 @@
+"""
+Singh et al.'s step numbers re-derived from their released curves, the source of SINGH and
+SINGH_LN in singh_numbers.py. Their notebooks' CSVs (W&B exports) hold per configuration the
+5-seed mean test loss at every step and its minimum and maximum over the seeds (__MIN, __MAX).
+
+    git clone https://github.com/jaisidhsingh/layernorm-grok
+    git -C layernorm-grok checkout 7ea0e10
+    python experiments/singh_released.py layernorm-grok/notebooks
+
+Prints, per curve, the first step at which the seed-mean is <= 0.01 (the paper's statistic),
+the minimum's (the first seed there) and the maximum's (all five there at once); 0: not in 10k.
+"""
+import csv
+import os
+import sys
+
+import numpy as np
+
+FILES = {  # file under notebooks/: what it sweeps (their scripts/)
+    "data/trf-1l_lecun_test_loss.csv": "LN placements",
+    "check_data/attn_types.csv": "LN placements, value and query-key",
+    "data/lr_test_loss.csv": "lr, lr * wd fixed",
+    "data/weight_decay_test_loss.csv": "wd",
+    "data/lazy_test_loss.csv": "alpha, lr fixed",
+    "data/lazy_wrong_test_loss.csv": "alpha, lr / alpha^2",
+    "data/eps_0_test_loss.csv": "eps 0 + Kaiming: alpha, lr fixed",
+    "data/wrong_eps_0_test_loss.csv": "eps 0 + Kaiming: alpha, lr / alpha^2",
+}
+
+
+def first_steps(path, level=0.01):
+    """{curve name: (seed-mean step, first seed's, all five's)} of one released CSV."""
+    with open(path) as f:
+        head, *rows = list(csv.reader(f))
+    a = np.array([[float(x) if x else np.nan for x in r] for r in rows])
+    first = lambda j: int(a[np.argmax(a[:, j] <= level), 0]) if (a[:, j] <= level).any() else 0
+    return {h.split(" - ")[0]: (first(j), first(head.index(h + "__MIN")),
+                                first(head.index(h + "__MAX")))
+            for j, h in enumerate(head) if h.endswith("test/loss")}
+
+
+def main(argv):
+    if len(argv) != 1 or argv[0].startswith("-"):
+        return print(__doc__.strip())
+    missing = [f for f in FILES if not os.path.exists(os.path.join(argv[0], f))]
+    if missing:
+        sys.exit(f"singh_released.py: {argv[0]}/{missing[0]} not found (check out 7ea0e10)")
+    print("| sweep | curve | seed-mean <= 0.01 at | first seed / all five at once |")
+    print("|---|---|---|---|")
+    for name, sweep in FILES.items():
+        for curve, (mean, lo, hi) in first_steps(os.path.join(argv[0], name)).items():
+            print(f"| {sweep} | {curve} | {mean} | {lo} / {hi} |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
