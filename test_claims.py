@@ -353,8 +353,8 @@ def test_singh_released_reads_the_three_first_steps_of_each_curve(tmp_path):
             [3, 0.01, 0.001, 0.02, 0.02, 0.01, 0.04], [4, 0.002, 0.001, 0.005, "", "", ""]]
     path = tmp_path / "c.csv"
     path.write_text("\n".join(",".join(f'"{x}"' for x in r) for r in [head] + rows))
-    assert singh_released.first_steps(str(path)) == {"opt.weight_decay: 1": (3, 2, 4),
-                                                       "opt.weight_decay: 2": (0, 3, 0)}
+    assert singh_released.first_steps(str(path)) == {"opt.weight_decay: 1": (3, 2, 4, 1.0),
+                                                       "opt.weight_decay: 2": (0, 3, 0, 0.0)}
 
 
 def test_minibatch_table_reads_a_copys_hessian_from_the_json_its_checkpoint_wrote(tmp_path,

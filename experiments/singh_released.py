@@ -8,7 +8,8 @@ SINGH_LN in singh_numbers.py. Their notebooks' CSVs (W&B exports) hold per confi
     python experiments/singh_released.py layernorm-grok/notebooks
 
 Prints, per curve, the first step at which the seed-mean is <= 0.01 (the paper's statistic),
-the minimum's (the first seed there) and the maximum's (all five there at once); 0: not in 10k.
+the minimum's (the first seed there) and the maximum's (all five there at once), 0: not in 10k;
+and the share of the seed-mean's later steps at which it is still <= 0.01 (slingshots lift it).
 """
 import csv
 import os
@@ -29,13 +30,15 @@ FILES = {  # file under notebooks/: what it sweeps (their scripts/)
 
 
 def first_steps(path, level=0.01):
-    """{curve name: (seed-mean step, first seed's, all five's)} of one released CSV."""
+    """{curve name: (seed-mean step, first seed's, all five's, the seed-mean's share of steps
+    <= level from its first one on)} of one released CSV."""
     with open(path) as f:
         head, *rows = list(csv.reader(f))
     a = np.array([[float(x) if x else np.nan for x in r] for r in rows])
     first = lambda j: int(a[np.argmax(a[:, j] <= level), 0]) if (a[:, j] <= level).any() else 0
+    share = lambda j: np.mean(a[np.argmax(a[:, j] <= level):, j] <= level) if first(j) else 0.0
     return {h.split(" - ")[0]: (first(j), first(head.index(h + "__MIN")),
-                                first(head.index(h + "__MAX")))
+                                first(head.index(h + "__MAX")), share(j))
             for j, h in enumerate(head) if h.endswith("test/loss")}
 
 
@@ -45,11 +48,11 @@ def main(argv):
     missing = [f for f in FILES if not os.path.exists(os.path.join(argv[0], f))]
     if missing:
         sys.exit(f"singh_released.py: {argv[0]}/{missing[0]} not found (check out 7ea0e10)")
-    print("| sweep | curve | seed-mean <= 0.01 at | first seed / all five at once |")
-    print("|---|---|---|---|")
+    print("| sweep | curve | seed-mean <= 0.01 at | first seed / all five at once | "
+          "seed-mean <= 0.01 after, share of steps |\n|---|---|---|---|---|")
     for name, sweep in FILES.items():
-        for curve, (mean, lo, hi) in first_steps(os.path.join(argv[0], name)).items():
-            print(f"| {sweep} | {curve} | {mean} | {lo} / {hi} |")
+        for curve, (mean, lo, hi, share) in first_steps(os.path.join(argv[0], name)).items():
+            print(f"| {sweep} | {curve} | {mean} | {lo} / {hi} | {share:.3f} |")
 
 
 if __name__ == "__main__":
