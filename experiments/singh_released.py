@@ -10,6 +10,7 @@ SINGH_LN in singh_numbers.py. Their notebooks' CSVs (W&B exports) hold per confi
 Prints, per curve, the first step at which the seed-mean is <= 0.01 (the paper's statistic),
 the minimum's (the first seed there) and the maximum's (all five there at once), 0: not in 10k;
 and the share of the seed-mean's later steps at which it is still <= 0.01 (slingshots lift it).
+Then the medians of their seed-mean update-norm curves over four windows of steps (Fig. 4b, 5b/d).
 """
 import csv
 import os
@@ -27,14 +28,23 @@ FILES = {  # file under notebooks/: what it sweeps (their scripts/)
     "data/eps_0_test_loss.csv": "eps 0 + Kaiming: alpha, lr fixed",
     "data/wrong_eps_0_test_loss.csv": "eps 0 + Kaiming: alpha, lr / alpha^2",
 }
+UPDATES = {"data/lr_update_norm.csv": "lr, lr * wd fixed",
+           "data/lazy_update_norm.csv": "alpha, lr fixed",
+           "data/lazy_wrong_update_norm.csv": "alpha, lr / alpha^2"}
+WINDOWS = ((0, 1000), (1000, 2000), (3000, 4000), (9000, 10000))
+
+
+def read(path):
+    """A released CSV: its header and its rows as floats (NaN where empty)."""
+    with open(path) as f:
+        head, *rows = list(csv.reader(f))
+    return head, np.array([[float(x) if x else np.nan for x in r] for r in rows])
 
 
 def first_steps(path, level=0.01):
     """{curve name: (seed-mean step, first seed's, all five's, the seed-mean's share of steps
     <= level from its first one on)} of one released CSV."""
-    with open(path) as f:
-        head, *rows = list(csv.reader(f))
-    a = np.array([[float(x) if x else np.nan for x in r] for r in rows])
+    head, a = read(path)
     first = lambda j: int(a[np.argmax(a[:, j] <= level), 0]) if (a[:, j] <= level).any() else 0
     share = lambda j: np.mean(a[np.argmax(a[:, j] <= level):, j] <= level) if first(j) else 0.0
     return {h.split(" - ")[0]: (first(j), first(head.index(h + "__MIN")),
@@ -42,10 +52,18 @@ def first_steps(path, level=0.01):
             for j, h in enumerate(head) if h.endswith("test/loss")}
 
 
+def update_medians(path):
+    """{curve name: the seed-mean update norm's median in each of WINDOWS} of one released CSV."""
+    head, a = read(path)
+    return {h.split(" - ")[0]: [np.nanmedian(a[(a[:, 0] >= lo) & (a[:, 0] < hi), j])
+                                for lo, hi in WINDOWS]
+            for j, h in enumerate(head) if h.endswith("update_norm")}
+
+
 def main(argv):
     if len(argv) != 1 or argv[0].startswith("-"):
         return print(__doc__.strip())
-    missing = [f for f in FILES if not os.path.exists(os.path.join(argv[0], f))]
+    missing = [f for f in {**FILES, **UPDATES} if not os.path.exists(os.path.join(argv[0], f))]
     if missing:
         sys.exit(f"singh_released.py: {argv[0]}/{missing[0]} not found (check out 7ea0e10)")
     print("| sweep | curve | seed-mean <= 0.01 at | first seed / all five at once | "
@@ -53,6 +71,11 @@ def main(argv):
     for name, sweep in FILES.items():
         for curve, (mean, lo, hi, share) in first_steps(os.path.join(argv[0], name)).items():
             print(f"| {sweep} | {curve} | {mean} | {lo} / {hi} | {share:.3f} |")
+    print("\n| sweep | curve | median update norm over steps "
+          + " / ".join(f"{lo}-{hi - 1}" for lo, hi in WINDOWS) + " |\n|---|---|---|")
+    for name, sweep in UPDATES.items():
+        for curve, med in update_medians(os.path.join(argv[0], name)).items():
+            print(f"| {sweep} | {curve} | " + " / ".join(f"{m:.2g}" for m in med) + " |")
 
 
 if __name__ == "__main__":
