@@ -108,6 +108,23 @@ def test_claims_prints_each_arm_seed_by_seed_from_the_run_folders(tmp_path, caps
     assert claims.jumps(np.arange(6) * 10, loss) == (2, 20)
 
 
+def test_per_seed_flags_a_seed_mean_step_that_holds_a_stopped_run(tmp_path, capsys):
+    steps = np.arange(0, 1001, 100)
+    for seed, grok, last in ((0, 200, 500), (1, 700, 1000), (2, 300, 1000)):
+        run = tmp_path / f"r_s{seed}"
+        run.mkdir()
+        (run / "config.json").write_text(json.dumps(Config(seed=seed, steps=1000).to_dict()))
+        st = steps[steps <= last]  # seed 0 stopped at 500, 300 steps after its test loss 0.01
+        loss = np.where(st >= grok, 0.005, 1.0)
+        np.savez(run / "metrics.npz", step=st, test_loss=loss, test_acc=1 - loss)
+    claims.per_seed(str(tmp_path))
+    assert "| 700 (held: a seed stopped at 500) | 200 / 700 |" in capsys.readouterr().out
+    (tmp_path / "r_s1").rename(tmp_path / "gone")  # without seed 1 the mean is low at 300
+    shutil.rmtree(tmp_path / "gone")
+    claims.per_seed(str(tmp_path))
+    assert "| 300 | 200 / 300 |" in capsys.readouterr().out
+
+
 def test_claims_puts_singh_et_al_s_number_beside_each_placement(tmp_path, capsys):
     steps = np.arange(0, 1001, 100)
     for ln, seed, grok in (("pre", 1, 300), ("pre", 2, 500), ("off", 1, None)):

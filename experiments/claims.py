@@ -52,17 +52,17 @@ def load(root, analysed=False, keep=lambda cfg: True):
 
 
 def summary(root, runs=None):
-    """analyze.py's summary table (runs/summary.md), every column; runs: load(root)'s result
-    when the caller has it already."""
+    """analyze.py's summary table (runs/summary.md); runs: load(root)'s, if the caller has it."""
     groups, _ = A.group_runs(runs or load(root, analysed=True))
     print(A.markdown(A.HEADER, A.summary_rows(groups)))
 
 
 def per_seed(root, arm=None, paper=None, ref=None):
     """Steps to test loss <= 0.01 seed by seed, their mean, the seed-mean curve's step (Singh
-    et al.'s statistic) and a Mann-Whitney U test against `ref` (a label as printed: its keys are
+    et al.'s statistic; "held" where a seed that stopped earlier counts with its last value, which
+    theirs never does) and a Mann-Whitney U test against `ref` (a label as printed: its keys are
     what varies in root), else the first group. arm: a label per config, groups sorted by label
-    (default: analyze's grouping and order); `ref` first; paper: cfg -> the paper's number."""
+    (default: analyze's grouping and order); `ref` first; paper: cfg -> the paper's numbers."""
     done = load(root)
     if arm is None:
         groups, _ = A.group_runs(done)
@@ -82,10 +82,12 @@ def per_seed(root, arm=None, paper=None, ref=None):
         bounds = f"{min(hit)} / {max(hit) if len(hit) == len(te) else 'not all'}" if hit else "none"
         mw = "-" if runs is first or first is None else "U {:g} / p {:.3f}".format(
             *A.mann_whitney(te, A.grok_steps(first)))
+        mc, stop = A.mean_curve_step(runs), min(int(m["step"][-1]) for _, _, m, _ in runs)
         rows.append([lab, " / ".join(f"s{c.seed}: {s or A.unfinished(c, m)}"
                                      for (_, c, m, _), s in zip(runs, te)),
                      f"{A.fmt(te)} ({sum(s is not None for s in te)}/{len(te)})",
-                     str(A.mean_curve_step(runs) or "not reached"), bounds,
+                     f"{mc} (held: a seed stopped at {stop})" if mc and mc > stop
+                     else str(mc or "not reached"), bounds,
                      A.fmt([float(np.max(m["test_acc"])) for _, _, m, _ in runs], 3), mw]
                     + ([paper(runs[0][1])] if paper else []))
     print(A.markdown(["configuration", "test loss <= 0.01 at, per seed", "mean +- std (reached)",
@@ -316,8 +318,7 @@ SECTIONS = {  # name: (REPRODUCTION.md's heading, folder, what makes it, printer
     "coupling": ("Does one seed drawing both split and init slow No LN?", "runs/seed_coupling",
                  "bash experiments/seed_coupling.sh --batched | bash", coupling),
     "optimization": ("Learning rate, weight decay and readout scale (Singh et al.)",
-                     "runs/optimization", "bash experiments/optimization.sh --list | bash",
-                     grids),
+                     "runs/optimization", "bash experiments/optimization.sh --list | bash", grids),
     "grids": ("Singh et al.'s own grids and appendix", "runs/singh_grids",
               "bash experiments/singh_grids.sh --batched | bash", grids),
     "nanda": ("Progress measures: training fraction and weight decay (Nanda et al.)",
