@@ -362,16 +362,22 @@ def test_singh_curve_numbers_are_read_off_their_released_curves():
             assert claims.SINGH_CURVES[(key, ln)] == pytest.approx(want, rel=5e-3), (key, ln)
 
 
-def test_singh_released_reads_the_three_first_steps_of_each_curve(tmp_path):
+def test_singh_released_reads_the_three_first_steps_of_each_curve(tmp_path, monkeypatch):
     # a W&B export as theirs: the seed-mean, its minimum and maximum over seeds, per curve
     head = ["Step"] + [f"opt.weight_decay: {w} - test/loss{x}" for w in (1, 2)
                        for x in ("", "__MIN", "__MAX")]
     rows = [[1, 5, 4, 6, 5, 4, 6], [2, 0.5, 0.009, 1, 0.02, 0.015, 0.03],
-            [3, 0.01, 0.001, 0.02, 0.02, 0.01, 0.04], [4, 0.002, 0.001, 0.005, "", "", ""]]
+            [3, 0.01, 0.001, 0.02, 0.02, 0.01, 0.04], [4, 0.03, 0.001, 0.05, 0.02, 0.01, 0.04],
+            [5, 0.002, 0.001, 0.005, "", "", ""]]  # wd 1: back above 0.01 at step 4
     path = tmp_path / "c.csv"
     path.write_text("\n".join(",".join(f'"{x}"' for x in r) for r in [head] + rows))
-    assert singh_released.first_steps(str(path)) == {"opt.weight_decay: 1": (3, 2, 4, 1.0),
-                                                       "opt.weight_decay: 2": (0, 3, 0, 0.0)}
+    assert singh_released.first_steps(str(path)) == {
+        "opt.weight_decay: 1": (3, 2, 5, pytest.approx(2 / 3)), "opt.weight_decay: 2": (0, 3, 0, 0)}
+    head = ["Step", "opt.learning_rate: 0.01 - grads/update_norm"]  # medians per window of steps
+    path.write_text("\n".join(",".join(map(str, r)) for r in
+                              [head, [0, 1], [1, 3], [2, 0.5], [3, 0.1], [4, 9]]))
+    monkeypatch.setattr(singh_released, "WINDOWS", ((0, 2), (2, 4)))
+    assert singh_released.update_medians(str(path)) == {"opt.learning_rate: 0.01": [2, 0.3]}
 
 
 def test_minibatch_table_reads_a_copys_hessian_from_the_json_its_checkpoint_wrote(tmp_path,
