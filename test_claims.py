@@ -111,16 +111,14 @@ def test_claims_prints_each_arm_seed_by_seed_from_the_run_folders(tmp_path, caps
 def test_per_seed_flags_a_seed_mean_step_that_holds_a_stopped_run(tmp_path, capsys):
     steps = np.arange(0, 1001, 100)
     for seed, grok, last in ((0, 200, 500), (1, 700, 1000), (2, 300, 1000)):
-        run = tmp_path / f"r_s{seed}"
-        run.mkdir()
+        (run := tmp_path / f"r_s{seed}").mkdir()
         (run / "config.json").write_text(json.dumps(Config(seed=seed, steps=1000).to_dict()))
         st = steps[steps <= last]  # seed 0 stopped at 500, 300 steps after its test loss 0.01
         loss = np.where(st >= grok, 0.005, 1.0)
         np.savez(run / "metrics.npz", step=st, test_loss=loss, test_acc=1 - loss)
     claims.per_seed(str(tmp_path))
     assert "| 700 (held: a seed stopped at 500) | 200 / 700 |" in capsys.readouterr().out
-    (tmp_path / "r_s1").rename(tmp_path / "gone")  # without seed 1 the mean is low at 300
-    shutil.rmtree(tmp_path / "gone")
+    shutil.rmtree(tmp_path / "r_s1")  # without seed 1 the mean is low at 300
     claims.per_seed(str(tmp_path))
     assert "| 300 | 200 / 300 |" in capsys.readouterr().out
 
