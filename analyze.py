@@ -118,7 +118,7 @@ def analyse_run(run_dir, log=print):
     res["stamp"] = s
     save_atomic(res, out)
     log(f"{run_dir}: {len(paths)} checkpoints analysed in {time.time() - t0:.1f}s, "
-        f"key frequencies {[int(k) for k in res['keys']]}")
+        f"key frequencies (W_L) {[int(k) for k in res['keys_logit']]}")
     return res
 
 
@@ -250,7 +250,7 @@ HEADER = [
     "1000 steps after test acc>=0.9: max train loss / min test acc / share of evals with test "
     "acc<0.9", "C_Fourier at generalization", f"attn entropy at {AT}", f"SR-train at {AT}",
     f"eff. rank at {AT}", "eff. rank: peak / at generalization",
-    "rank corr with test loss: MED / eff. rank", "key frequencies",
+    "rank corr with test loss: MED / eff. rank", "key frequencies of W_E",
     "test acc>=0.95 at", "vs baseline (same setting, no intervention): Mann-Whitney U / p",
     "seed-mean test loss <= 0.01 at (Singh et al.'s statistic); first seed / all seeds"]
 

@@ -209,7 +209,8 @@ def hessian_top(model, x, y, block, v0=None, iters=10):
 def run_context(cfg, model, final):
     """What every checkpoint of a run shares: the grid of pairs and its split, fixed example
     sets, the Fourier basis, and the key frequencies of the final checkpoint, held fixed over
-    the run (Nanda et al.)."""
+    the run: keys by W_L's Fourier norms (Nanda et al.'s rule; restricted and excluded loss
+    keep or remove them), keys_embed by W_E's."""
     x, y, valid = all_pairs(cfg)  # the whole grid, row a*p + b
     train = train_mask(cfg, valid)
     g = torch.Generator().manual_seed(0)
@@ -217,11 +218,12 @@ def run_context(cfg, model, final):
     attn_idx = torch.randperm(cfg.p * cfg.p, generator=g)[:N_ATTN]
     B = fourier_basis(cfg.p)
     model.load_state_dict(final["model"])
-    keys = key_frequencies(frequency_norms(embedding(model, cfg).detach(), B))
+    keys = lambda W: key_frequencies(frequency_norms(W.detach(), B))
     # the Fourier-algorithm measures use the directions of a+b
     return types.SimpleNamespace(cfg=cfg, p=cfg.p, is_add=cfg.op == "add", x=x, y=y, valid=valid,
                                  train=train, test=valid & ~train, ntk_idx=ntk_idx,
-                                 attn_idx=attn_idx, B=B, keys=keys, memo={})
+                                 attn_idx=attn_idx, B=B, keys=keys(neuron_logit_map(model, cfg)),
+                                 keys_embed=keys(embedding(model, cfg)), memo={})
 
 
 def load_checkpoint_into(c, model, ck):
@@ -239,7 +241,8 @@ def load_checkpoint_into(c, model, ck):
 # checkpoint), c.cfg, c.p, c.step; c.x, c.y every pair [a, b, '='] (row a*p + b) and its label;
 # masks c.train, c.test, c.valid; c.logits (one forward over every pair), c.L its first p
 # classes, c.cache that forward's cache; c.E the first operand's embedding (c.E_b the
-# second's), c.B the Fourier basis, c.keys the key frequencies, c.is_add; fixed example sets
+# second's), c.B the Fourier basis, c.keys / c.keys_embed the key frequencies of W_L / W_E,
+# c.is_add; fixed example sets
 # c.ntk_idx, c.attn_idx; and c.memo, a dict kept over the run's checkpoints (for state such as
 # the NTK at the first checkpoint). It returns a number or an array of one shape at every
 # checkpoint.
@@ -360,10 +363,9 @@ def top_neurons(c):
 
 
 FINAL = {  # at the final checkpoint only: name -> function of its context (None: no such key)
-    "keys": lambda c: np.array(c.keys, dtype=int),  # by W_E's Fourier norms (fixed per run)
-    # the paper's text: the frequencies of the neuron-logit map W_L, by the same share rule
-    "keys_logit": lambda c: np.array(key_frequencies(frequency_norms(
-        neuron_logit_map(c.model, c.cfg).detach(), c.B)), dtype=int),
+    "keys": lambda c: np.array(c.keys_embed, dtype=int),  # by W_E's Fourier norms
+    # the paper's: the frequencies of the neuron-logit map W_L, which every measure below uses
+    "keys_logit": lambda c: np.array(c.keys, dtype=int),
     # loss over all pairs with each key frequency removed, all removed, all but them removed
     "ablate_each": lambda c: (np.array([excluded_loss(c.L, c.y, c.p, [k]) for k in c.keys])
                               if c.is_add else np.zeros(0)),
@@ -371,10 +373,8 @@ FINAL = {  # at the final checkpoint only: name -> function of its context (None
     "ablate_all_but_keys": lambda c: (restricted_loss(c.L, c.y, c.p, c.keys) if c.is_add
                                       else np.nan),
     "cos_r2": lambda c: cos_template_r2(c.L, c.p, c.keys) if c.keys and c.is_add else np.nan,
-    # Nanda et al.'s Table 1 and 5 fit: a coefficient per key frequency, those of W_L as their
-    # Table 5 lists them beside it (93.2-98.2% in their Table 1)
-    "cos_r2_per_freq": lambda c: (cos_fit_r2(c.L, c.p, FINAL["keys_logit"](c).tolist())
-                                  if c.is_add and len(FINAL["keys_logit"](c)) else np.nan),
+    # Nanda et al.'s Table 1 fit: a coefficient per key frequency (93.2-98.2% of the variance)
+    "cos_r2_per_freq": lambda c: cos_fit_r2(c.L, c.p, c.keys) if c.keys and c.is_add else np.nan,
     # their per-neuron rule: each MLP neuron's frequency and share of variance; the share of
     # neurons explained by one frequency (433 of 512 in the paper) and those frequencies
     "neuron_freq": lambda c: neurons(c)[0].numpy(),

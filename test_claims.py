@@ -318,23 +318,23 @@ def test_collapse_reads_the_first_evaluation_more_than_half_collapsed(tmp_path, 
         in out and "| frac 0.7, float64 | 0 | never | 300 (0.450) | 0.500 at 200 |" in out
 
 
-def test_cleanup_prints_the_mainline_runs_every_1600_steps_to_16k_then_every_10k(tmp_path,
-                                                                                   capsys):
+def test_cleanup_prints_the_mainline_fits_and_measures_every_1600_steps_to_16k(tmp_path, capsys):
     steps = np.arange(0, 40001, 400)
     for name, kw in (("main", {}), ("drop", dict(wd=0.0, dropout=0.1)),
                      ("f32", dict(loss_dtype="float32"))):
         run = tmp_path / name
         run.mkdir()
         (run / "config.json").write_text(json.dumps(Config(steps=40000, **kw).to_dict()))
-        np.savez(run / "metrics.npz", step=steps)
-        np.savez(run / "analysis.npz", step=steps, keys=np.array([7, 13]),
+        np.savez(run / "metrics.npz", step=steps, test_loss=1 - steps / 1e4)  # 0.01: at 10000
+        np.savez(run / "analysis.npz", step=steps, keys=np.array([7, 13]), keys_logit=[7],
+                 keys_neurons=[7, 9], one_freq_share=0.5, cos_r2_per_freq=0.98, cos_r2=0.7,
                  **{k: steps / 1e4 for k in ("test_loss", "restricted_loss", "excluded_loss",
                                              "gini_embed", "gini_logit", "weight_norm")})
     claims.cleanup(str(tmp_path))
     out = capsys.readouterr().out
-    assert "main keys [ 7 13]" in out and "drop" not in out and "f32" not in out
-    rows = [line.split("|")[1].strip() for line in out.splitlines()
-            if line.startswith("| ") and not line.startswith("| step")]
+    assert "| 0 | 10000 | [7] / [7, 9] / [7, 13] | 256 of 512 | 98.0% / 70.0% |" in out
+    rows = [line.split("|")[1].strip() for line in out.splitlines()  # one run's: the mainline
+            if line.startswith("| ") and not line.startswith(("| step", "| seed", "| 0 | 1"))]
     assert rows == [str(s) for s in sorted({*range(0, 16001, 1600), *range(0, 40001, 10000)})]
 
 

@@ -45,17 +45,22 @@ def test_pure_cosine_embedding_has_one_key_frequency_and_gini_near_one():
         assert M.c_fourier(E) > 1.0  # (no threshold in the paper; from ~0.01 at init)
 
 
-def test_keys_of_the_neuron_logit_map_find_its_one_frequency():
+def test_key_frequencies_are_the_neuron_logit_maps_and_every_measure_uses_them():
     cfg = Config(p=P, d_model=8, n_heads=2, d_mlp=16)
     model = build_model(cfg).double()
     w = 2 * math.pi * 4 * torch.arange(cfg.n_vocab, dtype=torch.float64) / P
     with torch.no_grad():  # W_L = W_U^T W_out: over the classes, frequency 4 alone
         model.unembed.zero_()
         model.unembed[0], model.unembed[1] = torch.cos(w), torch.sin(w)
-    c = types.SimpleNamespace(model=model, cfg=cfg, B=M.fourier_basis(P))
-    assert M.FINAL["keys_logit"](c).tolist() == [4]
-    c.L, c.p, c.is_add, c.keys = fourier_logits(P, [4]), P, True, [7]  # W_E's keys: another
+        model.embed.weight[:P] = cosine_embedding(P, 7, cfg.d_model)  # W_E: frequency 7 alone
+    c = M.run_context(cfg, model, {"model": model.state_dict()})
+    assert (c.keys, c.keys_embed) == ([4], [7])  # Nanda et al.'s rule is W_L's; W_E's kept
+    assert (M.FINAL["keys_logit"](c).tolist(), M.FINAL["keys"](c).tolist()) == ([4], [7])
+    c.L, c.y = fourier_logits(P, [4]), (c.x[:, 0] + c.x[:, 1]) % P  # logits of frequency 4
     assert M.FINAL["cos_r2_per_freq"](c) == pytest.approx(1.0)  # fitted on W_L's, as Table 5
+    # restricted loss keeps frequency 4 (the logits unchanged), excluded loss removes it
+    assert M.MEASURES["restricted_loss"](c) == pytest.approx(M.ce(c.L, c.y), rel=1e-9)
+    assert M.MEASURES["excluded_loss"](c) > M.ce(c.L, c.y) + 1
 
 
 def test_gini_of_a_pure_cosine_is_of_one_fourier_component_of_p():

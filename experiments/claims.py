@@ -1,6 +1,5 @@
 """
-Every table of REPRODUCTION.md, printed from the run folders that made it, so that a reader
-re-derives each one:
+Every table of REPRODUCTION.md, printed from the run folders that made it (a reader re-derives it):
 
     python experiments/claims.py             # every section whose runs are here
     python experiments/claims.py coupling    # one section (names: --help)
@@ -33,9 +32,8 @@ from train import first_below  # noqa: E402
 
 
 def load(root, analysed=False, keep=lambda cfg: True):
-    """{run: (cfg, metrics, analysis)} of the runs right below root whose config passes keep.
-    A run without checkpoints (a copy in reproduction/) brings the analysis.npz it was copied
-    with."""
+    """{run: (cfg, metrics, analysis)} of the runs right below root whose config passes keep;
+    a run without checkpoints (a copy in reproduction/) brings its analysis.npz."""
     done = {}
     for run in sorted(map(os.path.dirname, glob.glob(os.path.join(root, "*", "metrics.npz")))):
         cfg = Config.from_dict(json.load(open(os.path.join(run, "config.json"))))
@@ -59,10 +57,9 @@ def summary(root, runs=None):
 
 def per_seed(root, arm=None, paper=None, ref=None):
     """Steps to test loss <= 0.01 seed by seed, their mean, the seed-mean curve's step (Singh
-    et al.'s statistic; "held" where a seed that stopped earlier counts with its last value, which
-    theirs never does) and a Mann-Whitney U test against `ref` (a label as printed: its keys are
-    what varies in root), else the first group. arm: a label per config, groups sorted by label
-    (default: analyze's grouping and order); `ref` first; paper: cfg -> the paper's numbers."""
+    et al.'s statistic; "held" where a seed that stopped earlier counts with its last value) and
+    a Mann-Whitney U test against `ref` (a label as printed), else the first group. arm: a label
+    per config, groups sorted by label (default: analyze's grouping); paper: cfg -> theirs."""
     done = load(root)
     if arm is None:
         groups, _ = A.group_runs(done)
@@ -133,16 +130,15 @@ def placements(root):
 
 
 def curve_points(step, v, g):
-    """A curve at step 1000, its maximum and where, at step g (linear between its steps; None: g
-    is None or past the end) and at its last step: SINGH_CURVES' columns and the last step."""
+    """SINGH_CURVES' columns and the last step of a curve: at 1000, max and where, at step g
+    (linear between its steps; None: g is None or past the end), at the end."""
     i, c = int(np.argmax(v)), dict(step=step, v=v)
     return (A.at(c, "v"), float(v[i]), int(step[i]), None if g is None else A.at(c, "v", g),
             float(v[-1]), int(step[-1]))
 
 
 def rise_and_fall(step, v, grok, after=1000):
-    """(maximum up to `grok`, value `after` steps later or None past the curve's end) of one
-    seed's curve; None if it never got there."""
+    """(max up to `grok`, value `after` steps later or None past the end); None: no grok."""
     if grok is None:
         return None
     return float(np.max(v[step <= grok])), A.at(dict(step=step, v=v), "v", grok + after)
@@ -188,8 +184,7 @@ def subsets(runs, k=5):
 
 
 def coupling(root):
-    """experiments/seed_coupling.sh: one seed drawing split and init, against independent
-    draws; also seed by seed, which arm got there first."""
+    """seed_coupling.sh: split and init from one seed vs independent draws, then seed by seed."""
     arm = lambda c: ("coupled: split and init from one seed" if c.data_seed is None
                      and c.split_rng == "torch" else "independent: split from --data-seed"
                      if c.data_seed is not None else f"{c.split_rng}: their code's split")
@@ -237,12 +232,10 @@ def jumps(step, loss, factor=10):
 
 
 def regularizers(root):
-    """Nanda et al.'s appendix: per run, when test loss reaches 0.01 and test accuracy 0.95 (their
-    dropout models end at 99.7% and loss 0.215, Table 6), the final test accuracy and loss,
-    the train-loss jumps (> 10x from one evaluation to the next, every eval_every steps), and at
-    the last checkpoint what their Tables 1 and 5 report: the Gini coefficients of W_E's and
-    W_L's Fourier norms, W_L's key frequencies, the cosine fit of the logits on them (FVE, a
-    coefficient each) and the share of MLP neurons explained by one frequency."""
+    """Nanda et al.'s appendix, per run: test loss 0.01 and test accuracy 0.95 reached at (their
+    dropout models end at 99.7%, loss 0.215, Table 6), the end, train-loss jumps (> 10x from
+    one evaluation to the next), and at the last checkpoint their Tables 1 and 5: Gini of W_E
+    and W_L, W_L's key frequencies, the logit fit on them, the one-frequency neuron share."""
     groups, _ = A.group_runs(load(root, analysed=True))
     rows = []
     for lab, runs in groups.items():
@@ -251,8 +244,8 @@ def regularizers(root):
             acc = first_below(m["step"], -m["test_acc"], -0.95)  # dropout stops short of loss 0.01
             rows.append([lab, str(c.seed), str(first_below(m["step"], m["test_loss"]) or "-"),
                          str(acc or "-"), f"{m['test_acc'][-1]:.3f} / {m['test_loss'][-1]:.3g}",
-                         f"{n} ({first or '-'})",
-                         f"{np.nanmax(m['collapse']):.2f}", str(int(m["step"][-1])),
+                         f"{n} ({first or '-'})", f"{np.nanmax(m['collapse']):.2f}",
+                         str(int(m["step"][-1])),
                          f"{a['gini_embed'][-1]:.2f} / {a['gini_logit'][-1]:.2f}",
                          str([int(k) for k in a["keys_logit"]]),
                          f"{100 * a['cos_r2_per_freq']:.1f}%", f"{a['one_freq_share']:.3f}"])
@@ -271,15 +264,21 @@ def cleanup(root):
     frequencies, the neuron and logit fits, and the progress measures every 1600 steps up to
     step 16000 (the paper's cleanup ends at ~14k), then every 10000."""
     mainline = lambda c: c.wd > 0 and not c.dropout and not c.l1 and c.loss_dtype == "float64"
-    for run, (_, _, a) in load(root, analysed=True, keep=mainline).items():
-        fits = ("keys", "keys_logit", "keys_neurons", "one_freq_share", "cos_r2", "cos_r2_per_freq")
-        print(run, *(f"{k} {a[k]}" for k in fits if k in a))
-        keys = ("step", "test_loss", "restricted_loss", "excluded_loss", "gini_embed",
-                "gini_logit", "weight_norm")
-        at = ((a["step"] <= 16000) & (a["step"] % 1600 == 0)) | (a["step"] % 10000 == 0)
-        rows = [[str(int(a["step"][i]))] + [f"{a[k][i]:.3g}" for k in keys[1:]]
-                for i in np.nonzero(at)[0]]
-        print(A.markdown(list(keys), rows))
+    runs = load(root, analysed=True, keep=mainline)
+    ks = lambda a: " / ".join(str(a[n].tolist()) for n in ("keys_logit", "keys_neurons", "keys"))
+    print(A.markdown(["seed", "test loss <= 0.01 at", "key frequencies: W_L's norms (the paper's "
+                      "rule) / the per-neuron rule / W_E's norms", "MLP neurons with > 85% of "
+                      "their variance at one frequency", "logit fit (FVE): a coefficient per "
+                      "key frequency / one shared"],
+                     [[str(c.seed), str(first_below(m["step"], m["test_loss"]) or "-"), ks(a),
+                       f"{round(c.d_mlp * a['one_freq_share'])} of {c.d_mlp}",
+                       f"{a['cos_r2_per_freq']:.1%} / {a['cos_r2']:.1%}"]
+                      for c, m, a in runs.values()]))
+    cols = "step test_loss restricted_loss excluded_loss gini_embed gini_logit weight_norm".split()
+    for run, (c, _, a) in runs.items():
+        at = np.nonzero(((s := a["step"]) <= 16000) & (s % 1600 == 0) | (s % 10000 == 0))[0]
+        print(f"seed {c.seed} ({run}):\n\n" + A.markdown(cols, [
+            [str(int(s[i]))] + [f"{a[k][i]:.3g}" for k in cols[1:]] for i in at]))
 
 
 def collapse(root):
@@ -361,7 +360,8 @@ COPIES = {  # section: its runs' copy in the repository, read where its runs/ fo
         ("coupling", "seed_coupling"), ("grids", "singh_grids"), ("fractions", "nanda_fractions"),
         ("gu_setting", "gu_setting"), ("collapse", "prieto_fig2"), ("embedding", "embedding"),
         ("minibatch", "minibatch"), ("gu_preview", "gu_preview"), ("prieto", "prieto_fig1"),
-        ("optimization", "optimization"), ("interventions", "interventions_pre"))}
+        ("optimization", "optimization"), ("interventions", "interventions_pre"),
+        ("cleanup", "nanda_cleanup"))}
 
 
 def main(argv):
