@@ -118,7 +118,7 @@ def analyse_run(run_dir, log=print):
     res["stamp"] = s
     save_atomic(res, out)
     log(f"{run_dir}: {len(paths)} checkpoints analysed in {time.time() - t0:.1f}s, "
-        f"key frequencies (W_L) {[int(k) for k in res['keys_logit']]}")
+        f"key frequencies (W_L) {[int(k) for k in res['keys']]}")
     return res
 
 
@@ -315,7 +315,7 @@ def summary_row(lab, runs, base=None):
             + fmt(at_grok("eff_rank"), 1),
             " / ".join(f"{np.mean([rank_corr(r[k], r['test_loss']) for r in rs]):.2f}"
                        for k in ("med", "eff_rank")),
-            "; ".join(str([int(k) for k in r["keys"]]) for r in rs),
+            "; ".join(str([int(k) for k in r["keys_embed"]]) for r in rs),
             fmt([first_below(m["step"], -m["test_acc"], -0.95) for m in ms]),
             "-" if base is None or base is runs else
             "U {:g} / p {:.3f}".format(*mann_whitney(te, grok_steps(base))),

@@ -363,9 +363,9 @@ def top_neurons(c):
 
 
 FINAL = {  # at the final checkpoint only: name -> function of its context (None: no such key)
-    "keys": lambda c: np.array(c.keys_embed, dtype=int),  # by W_E's Fourier norms
     # the paper's: the frequencies of the neuron-logit map W_L, which every measure below uses
-    "keys_logit": lambda c: np.array(c.keys, dtype=int),
+    "keys": lambda c: np.array(c.keys, dtype=int),
+    "keys_embed": lambda c: np.array(c.keys_embed, dtype=int),  # by W_E's Fourier norms
     # loss over all pairs with each key frequency removed, all removed, all but them removed
     "ablate_each": lambda c: (np.array([excluded_loss(c.L, c.y, c.p, [k]) for k in c.keys])
                               if c.is_add else np.zeros(0)),

@@ -56,11 +56,11 @@ def fourier_embed(path, r):
     fig, ax = plt.subplots(figsize=(11, 3.5))
     f = r["fourier_embed"][-1]
     ax.bar(np.arange(len(f)), f, color="C0")
-    for k in r["keys"]:
+    for k in r["keys_embed"]:
         ax.bar(k, f[k], color="C3")
     ax.set(xlabel="frequency k (0 = constant)", ylabel="norm of W_E's Fourier component",
            title=f"Fourier components of the embedding at step {r['step'][-1]}; "
-                 f"key frequencies (red) {[int(k) for k in r['keys']]}")
+                 f"key frequencies (red) {[int(k) for k in r['keys_embed']]}")
     save(fig, path)
 
 

@@ -296,7 +296,7 @@ def test_regularizers_counts_jumps_and_reads_the_fits_at_the_last_checkpoint(tmp
                  test_acc=np.array([0.0, 0.2, 0.96, 0.9, 0.97]),
                  collapse=np.array([0, 0.2, 0.7, 0.1, 0]))
         np.savez(run / "analysis.npz", step=steps[::2], gini_embed=np.array([0.1, 0.2, 0.3]),
-                 gini_logit=np.array([0.1, 0.5, 0.6]), keys_logit=np.array([4, 17]),
+                 gini_logit=np.array([0.1, 0.5, 0.6]), keys=np.array([4, 17]), keys_embed=[4],
                  cos_r2_per_freq=np.array(0.9512), one_freq_share=np.array(0.8457))
     claims.regularizers(str(tmp_path))
     out = capsys.readouterr().out
@@ -326,6 +326,7 @@ def test_cleanup_prints_the_mainline_fits_and_measures_every_1600_steps_to_16k(t
         run.mkdir()
         (run / "config.json").write_text(json.dumps(Config(steps=40000, **kw).to_dict()))
         np.savez(run / "metrics.npz", step=steps, test_loss=1 - steps / 1e4)  # 0.01: at 10000
+        # a copy written before 2026-11-28 (evening), when keys held W_E's and keys_logit W_L's
         np.savez(run / "analysis.npz", step=steps, keys=np.array([7, 13]), keys_logit=[7],
                  keys_neurons=[7, 9], one_freq_share=0.5, cos_r2_per_freq=0.98, cos_r2=0.7,
                  **{k: steps / 1e4 for k in ("test_loss", "restricted_loss", "excluded_loss",

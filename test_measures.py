@@ -55,7 +55,7 @@ def test_key_frequencies_are_the_neuron_logit_maps_and_every_measure_uses_them()
         model.embed.weight[:P] = cosine_embedding(P, 7, cfg.d_model)  # W_E: frequency 7 alone
     c = M.run_context(cfg, model, {"model": model.state_dict()})
     assert (c.keys, c.keys_embed) == ([4], [7])  # Nanda et al.'s rule is W_L's; W_E's kept
-    assert (M.FINAL["keys_logit"](c).tolist(), M.FINAL["keys"](c).tolist()) == ([4], [7])
+    assert (M.FINAL["keys"](c).tolist(), M.FINAL["keys_embed"](c).tolist()) == ([4], [7])
     c.L, c.y = fourier_logits(P, [4]), (c.x[:, 0] + c.x[:, 1]) % P  # logits of frequency 4
     assert M.FINAL["cos_r2_per_freq"](c) == pytest.approx(1.0)  # fitted on W_L's, as Table 5
     # restricted loss keeps frequency 4 (the logits unchanged), excluded loss removes it

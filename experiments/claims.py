@@ -40,9 +40,10 @@ def load(root, analysed=False, keep=lambda cfg: True):
         if not keep(cfg):
             continue
         kept, res = os.path.join(run, "analysis.npz"), {}
-        if analysed and not glob.glob(os.path.join(run, "ckpt", "step_*.pt")) \
-                and os.path.exists(kept):
+        if analysed and os.path.exists(kept) and not glob.glob(f"{run}/ckpt/step_*.pt"):
             res = dict(np.load(kept))
+            if "keys_embed" not in res:  # before 2026-11-28 (evening): keys W_E's, keys_logit W_L's
+                res["keys_embed"], res["keys"] = res.pop("keys", None), res.pop("keys_logit", None)
         elif analysed:
             res = A.analyse_run(run, log=lambda *_: None)
         done[run] = (cfg, dict(np.load(os.path.join(run, "metrics.npz"))), res)
@@ -70,7 +71,6 @@ def per_seed(root, arm=None, paper=None, ref=None):
         groups = dict(sorted(groups.items()))
     groups = dict(sorted(groups.items(), key=lambda kv: kv[0] != ref))  # stable: ref, then the rest
     groups = {lab: sorted(runs, key=lambda r: r[1].seed) for lab, runs in groups.items()}  # s2, s10
-    # against `ref`, or the first group; no test when ref is named but not among the runs
     first = groups.get(ref) if ref else next(iter(groups.values()))
     rows = []
     for lab, runs in groups.items():
@@ -247,7 +247,7 @@ def regularizers(root):
                          f"{n} ({first or '-'})", f"{np.nanmax(m['collapse']):.2f}",
                          str(int(m["step"][-1])),
                          f"{a['gini_embed'][-1]:.2f} / {a['gini_logit'][-1]:.2f}",
-                         str([int(k) for k in a["keys_logit"]]),
+                         str([int(k) for k in a["keys"]]),
                          f"{100 * a['cos_r2_per_freq']:.1f}%", f"{a['one_freq_share']:.3f}"])
     print(A.markdown(["configuration", "seed", "test loss <= 0.01 at", "test acc >= 0.95 at",
                       "final test acc / loss", "train-loss jumps > 10x (first at)",
@@ -265,7 +265,7 @@ def cleanup(root):
     step 16000 (the paper's cleanup ends at ~14k), then every 10000."""
     mainline = lambda c: c.wd > 0 and not c.dropout and not c.l1 and c.loss_dtype == "float64"
     runs = load(root, analysed=True, keep=mainline)
-    ks = lambda a: " / ".join(str(a[n].tolist()) for n in ("keys_logit", "keys_neurons", "keys"))
+    ks = lambda a: " / ".join(str(a[n].tolist()) for n in ("keys", "keys_neurons", "keys_embed"))
     print(A.markdown(["seed", "test loss <= 0.01 at", "key frequencies: W_L's norms (the paper's "
                       "rule) / the per-neuron rule / W_E's norms", "MLP neurons with > 85% of "
                       "their variance at one frequency", "logit fit (FVE): a coefficient per "
