@@ -325,8 +325,8 @@ def test_cleanup_prints_the_mainline_fits_and_measures_every_1600_steps_to_16k(t
         run = tmp_path / name
         run.mkdir()
         (run / "config.json").write_text(json.dumps(Config(steps=40000, **kw).to_dict()))
-        np.savez(run / "metrics.npz", step=steps, test_loss=1 - steps / 1e4)  # 0.01: at 10000
-        # a copy written before 2026-11-28 (evening), when keys held W_E's and keys_logit W_L's
+        # test loss 0.01 at 10000; analysis.npz in the layout before 2026-11-28 (keys_logit)
+        np.savez(run / "metrics.npz", step=steps, test_loss=1 - steps / 1e4)
         np.savez(run / "analysis.npz", step=steps, keys=np.array([7, 13]), keys_logit=[7],
                  keys_neurons=[7, 9], one_freq_share=0.5, cos_r2_per_freq=0.98, cos_r2=0.7,
                  **{k: steps / 1e4 for k in ("test_loss", "restricted_loss", "excluded_loss",
