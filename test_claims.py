@@ -16,7 +16,6 @@ import pytest
 import torch
 
 import analyze as A
-
 from data import Stop, make_data, save_atomic
 from model import Config, build_model
 from test_train import quiet, small_cfg
