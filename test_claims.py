@@ -122,60 +122,6 @@ def test_per_seed_flags_a_seed_mean_step_that_holds_a_stopped_run(tmp_path, caps
     assert "| 300 | 200 / 300 |" in capsys.readouterr().out
 
 
-def test_claims_puts_singh_et_al_s_number_beside_each_placement(tmp_path, capsys):
-    steps = np.arange(0, 1001, 100)
-    for ln, seed, grok in (("pre", 1, 300), ("pre", 2, 500), ("off", 1, None)):
-        run = tmp_path / f"ln-{ln}_s{seed}"
-        run.mkdir()
-        (run / "config.json").write_text(json.dumps(Config(ln=ln, seed=seed).to_dict()))
-        loss = np.where(steps >= (grok or 10 ** 9), 0.005, 1.0)
-        np.savez(run / "metrics.npz", step=steps, test_loss=loss, test_acc=1 - loss)
-    claims.placements(str(tmp_path))
-    out = capsys.readouterr().out
-    assert "| off (No LN) | s1: - (stopped at 1000 of 10000) |" in out  # the reference: first
-    assert "| pre (M+A*) | s1: 300 / s2: 500 | 400 +- 100 (2/2) | 500 |" in out
-    assert "| 3525 (first seed / all five: 2360 / 3934) |" in out
-    assert "| 7807 (first seed / all five: 6328 / 7935) |" in out
-
-
-def test_claims_finds_singh_et_al_s_number_for_the_lr_and_wd_a_run_trains_with():
-    off = dict(ln="off")
-    assert claims.singh_number(Config(**off, lr=1e-2, fix_wd=True)) \
-        == "4470 (first seed / all five: 3026 / 4788)"  # wd 0.1
-    assert claims.singh_number(Config(**off, alpha=0.5, alpha_lr=True)).startswith("2021 ")
-    assert claims.singh_number(Config(**off, alpha=0.5)) \
-        == "not reached (first seed / all five: 9155 / not all)"
-    assert claims.singh_number(Config(**off, wd=0.1)).endswith(": none / not all)")
-    assert claims.singh_number(Config(**off, wd=1.5)).startswith("6395 ")
-    kaiming = dict(off, eps=0.0, init="kaiming")  # their appendix's sweep
-    assert claims.singh_number(Config(**kaiming, alpha=0.5, alpha_lr=True)).startswith("1736 ")
-    assert claims.singh_number(Config(**kaiming, wd=1.5)) == "-"  # not in that sweep
-    assert claims.singh_number(Config(**off, eps=0.0)) == "-"  # eps 0 with their LeCun init
-    assert claims.singh_number(Config(**off, wd=2.0)) == "-"  # not on their grid
-    assert claims.singh_number(Config(ln="pre")) == "-"
-    assert claims.singh_number(Config(**off, n_layers=3, d_model=64)) == "-"
-    half = Config(**off, alpha=0.5, alpha_lr=True)
-    assert claims.singh_label(half) == "lr 0.004, wd 1, alpha 0.5"
-    assert claims.singh_label(Config(ln="pre", n_layers=3, d_model=64, d_mlp=256, lr=1e-2,
-                                     fix_wd=True)) \
-        == "ln pre, n_layers 3, d_model 64, d_mlp 256: lr 0.01, wd 0.1, alpha 1"
-    assert claims.singh_label(Config(**off, alpha=2, eps=0.0, init="kaiming")) \
-        == "eps 0, init kaiming: lr 0.001, wd 1, alpha 2"
-
-
-def test_claims_early_prints_both_definitions_at_step_1000(monkeypatch, capsys):
-    step = np.array([0, 500, 1500])  # step 1000 lies between two checkpoints: interpolated
-    runs = {f"r/ln-{ln}_s{s}": (Config(ln=ln, seed=s), {}, dict(
-        step=step, attn_entropy=np.array([1.0, 0.8 + s / 10, 0.4 + s / 10]),
-        attn_entropy_per_head=np.full(3, 0.1), sr_train=np.full(3, 5.0),
-        sr_train_ln=np.array([3.0, 3.0, 1.0]))) for ln in ("pre", "attn-pre-qk") for s in (0, 2)}
-    monkeypatch.setattr(claims, "load", lambda root, analysed=False: runs)
-    claims.early("r")
-    out = capsys.readouterr().out
-    row = "| ln=attn-pre-qk | 0.700 +- 0.100 | 0.100 +- 0.000 | 5.000 +- 0.000 | 2.000 +- 0.000 |"
-    assert row in out
-
-
 def test_metrics_table_tests_both_step_counts_against_the_setting_baseline(tmp_path, capsys):
     steps = np.arange(0, 1001, 100)
     arms = {"base": ({}, (500, 600, 700), 100), "ema": (dict(grokfast="ema"), (100, 200, 300), 600)}
@@ -233,40 +179,6 @@ def test_metrics_table_recomputes_a_stablemax_runs_test_loss_as_softmax_cross_en
     assert metrics_table.softmax_test_loss(str(tmp_path / "sm"), cfg)[1][-1] == loss[-1] + 1
 
 
-def test_curve_points_and_sr_train_fall_by_hand(monkeypatch, capsys):
-    step = np.arange(0, 3001, 500)  # checkpoints; step 1000 and g = 1250 read off a straight line
-    v = np.array([1.0, 2.0, 3.0, 5.0, 4.0, 2.0, 1.5])
-    assert claims.curve_points(step, v, 1250) == (3.0, 5.0, 1500, 4.0, 1.5, 3000)
-    assert claims.curve_points(step, v, None)[3] is None
-    assert claims.rise_and_fall(step, v, 2000) == (5.0, 1.5)  # max up to 2000, then at 3000
-    assert claims.rise_and_fall(step, v, None) is None
-    assert claims.rise_and_fall(step, v, 2500) == (5.0, None)  # 1000 steps later: past the end
-    assert claims.curve_points(step[:2], v[:2], 1250)[::3] == (None, None)  # ended at 500
-    m = lambda g: dict(step=step, test_loss=np.where(step >= g, 0.001, 1.0))
-    runs = {f"r/ln-off_s{s}": (Config(ln="off", seed=s), m(g), dict(
-        step=step, c_fourier=v * s, attn_entropy=v, sr_train=v + s)) for s, g in ((1, 1000),
-                                                                            (3, 2000))}
-    monkeypatch.setattr(claims, "load", lambda root, analysed=False: runs)
-    claims.placement_measures("r")
-    out = capsys.readouterr().out  # seed-mean curve <= 0.01 once both seeds are: 2000
-    assert "| off (No LN) | c_fourier | 2000 | 6 | 10 at 1500 | 8 | 3 at 3000 | " \
-           "0.186 / 3.35 at 10000 / 2.39 / 3.35 |" in out
-    assert "| off (No LN) | s1: 4.00 -> 5 / s3: 8.00 -> 4.5 |" in out
-    runs = {f"r/ln-post_s{s}": (Config(ln="post", seed=s), m(g), dict(  # not in the paper
-        step=step, c_fourier=v, attn_entropy=v, sr_train=v)) for s, g in ((1, 2500), (2, 10 ** 9))}
-    claims.placement_measures("r")
-    out = capsys.readouterr().out
-    assert "| post (not in the paper) | sr_train | not reached | 3 | 5 at 1500 | - | 1.5 at 3000 " \
-           "| not in their data |" in out and "| s1: 5.00 -> - / s2: never |" in out
-    runs = {f"r/ln-mlp-pre_s{s}": (Config(ln="mlp-pre", seed=s), m(g), dict(
-        step=step, rank=v * 10, power_law_alpha=v, power_law_alpha_f64=v, eff_rank=v,
-        sr_train=v)) for s, g in ((1, 1000), (3, 2000))}
-    claims.placement_measures("r", claims.COMPRESSIBILITY)
-    out = capsys.readouterr().out  # their released curves beside; no SR-train table
-    assert "| mlp-pre (M) | rank | 2000 | 30 | 50 at 1500 | 40 | 15 at 3000 | " \
-           "128 / 128 at 200 / 116 / 31.4 |" in out and "SR-train" not in out
-
-
 def test_a_copied_run_brings_its_analysis_and_a_bare_one_says_it_has_no_checkpoints(
         tmp_path, monkeypatch, capsys):
     run = tmp_path / "ln-off_s1"
@@ -311,7 +223,7 @@ def test_collapse_reads_the_first_evaluation_more_than_half_collapsed(tmp_path, 
         (d / "config.json").write_text(json.dumps(Config(loss_dtype=dtype, frac=0.7).to_dict()))
         np.savez(d / "metrics.npz", step=np.arange(4) * 100, collapse=np.array(sc),
                  test_acc=np.array([0.0, 0.4, 0.5, 0.45]), train_acc=np.ones(4))
-    claims.collapse(str(tmp_path))
+    metrics_table.collapse(str(tmp_path))
     out = capsys.readouterr().out
     assert "0.7, float32 | 0 | 200 (0.500) | 200 (0.500) | 0.500 at 200 | 0.450 / 1.000 | 0.90 |" \
         in out and "| frac 0.7, float64 | 0 | never | 300 (0.450) | 0.500 at 200 |" in out
@@ -336,46 +248,6 @@ def test_cleanup_prints_the_mainline_fits_and_measures_every_1600_steps_to_16k(t
     rows = [line.split("|")[1].strip() for line in out.splitlines()  # one run's: the mainline
             if line.startswith("| ") and not line.startswith(("| step", "| seed", "| 0 | 1"))]
     assert rows == [str(s) for s in sorted({*range(0, 16001, 1600), *range(0, 40001, 10000)})]
-
-
-def test_singh_curve_numbers_are_read_off_their_released_curves():
-    # reproduction/sources/singh_released/: layernorm-grok 7ea0e10, notebooks/data/ln_*.csv,
-    # data/trf-1l_lecun_fourier_colvar.csv, check_data/attn_ln_analysis.csv
-    files = [(k, f"ln_{n}.csv") for k, n in (("rank", "rank"), ("power_law_alpha", "alpha"),
-                                             ("eff_rank", "eff_rank"))]
-    for key, name in files + [("c_fourier", "trf-1l_lecun_fourier_colvar.csv"),
-                              ("attn_entropy", "attn_ln_analysis.csv")]:
-        path = os.path.join(os.path.dirname(__file__), "reproduction", "sources",
-                            "singh_released", name)
-        head, *rows = list(csv.reader(open(path)))
-        step = np.array([float(r[0]) for r in rows])
-        for j, col in enumerate(head):
-            if j == 0 or col.endswith(("__MIN", "__MAX", "eff_rank")):
-                continue
-            ln = col.split(": ")[1].split(" - ")[0] if ": " in col else col.split("__")[0]
-            v = np.array([float(r[j]) for r in rows])
-            i, stat = int(np.argmax(v)), claims.SINGH_LN[ln][1][0]
-            at = np.interp(stat, step, v) if stat else None  # A^qk: no step of theirs
-            want = (np.interp(1000, step, v), v[i], step[i], at, v[-1])
-            assert claims.SINGH_CURVES[(key, ln)] == pytest.approx(want, rel=5e-3), (key, ln)
-
-
-def test_singh_released_reads_the_three_first_steps_of_each_curve(tmp_path, monkeypatch):
-    # a W&B export as theirs: the seed-mean, its minimum and maximum over seeds, per curve
-    head = ["Step"] + [f"opt.weight_decay: {w} - test/loss{x}" for w in (1, 2)
-                       for x in ("", "__MIN", "__MAX")]
-    rows = [[1, 5, 4, 6, 5, 4, 6], [2, 0.5, 0.009, 1, 0.02, 0.015, 0.03],
-            [3, 0.01, 0.001, 0.02, 0.02, 0.01, 0.04], [4, 0.03, 0.001, 0.05, 0.02, 0.01, 0.04],
-            [5, 0.002, 0.001, 0.005, "", "", ""]]  # wd 1: back above 0.01 at step 4
-    path = tmp_path / "c.csv"
-    path.write_text("\n".join(",".join(f'"{x}"' for x in r) for r in [head] + rows))
-    assert singh_released.first_steps(str(path)) == {
-        "opt.weight_decay: 1": (3, 2, 5, pytest.approx(2 / 3)), "opt.weight_decay: 2": (0, 3, 0, 0)}
-    head = ["Step", "opt.learning_rate: 0.01 - grads/update_norm"]  # medians per window of steps
-    path.write_text("\n".join(",".join(map(str, r)) for r in
-                              [head, [0, 1], [1, 3], [2, 0.5], [3, 0.1], [4, 9]]))
-    monkeypatch.setattr(singh_released, "WINDOWS", ((0, 2), (2, 4)))
-    assert singh_released.update_medians(str(path)) == {"opt.learning_rate: 0.01": [2, 0.3]}
 
 
 def test_minibatch_table_reads_a_copys_hessian_from_the_json_its_checkpoint_wrote(tmp_path,

@@ -144,14 +144,16 @@ def rise_and_fall(step, v, grok, after=1000):
     return float(np.max(v[step <= grok])), A.at(dict(step=step, v=v), "v", grok + after)
 
 
-def placement_measures(root, keys=("c_fourier", "attn_entropy", "sr_train")):
+def placement_measures(root, keys=("c_fourier", "attn_entropy", "sr_train"), by=lambda c: c.ln,
+                       name=singh_name):
     """Singh et al.'s measures under their definitions (C_Fourier, attention entropy of
     head-averaged weights, SR-train with every LN removed; or COMPRESSIBILITY) on the seed-mean
-    curve of each placement, through the run, beside their released curves; then SR-train seed
-    by seed. The runs of root differ only in --ln and --seed (experiments/ln_placements.sh)."""
+    curve of each placement (or group: by, None leaves a run out; printed as name), through the
+    run, beside their released curves (SINGH_CURVES[measure, group]); then SR-train seed by
+    seed. The runs of root differ only in --ln and --seed (experiments/ln_placements.sh)."""
     groups = {}
-    for run, (cfg, m, r) in load(root, analysed=True).items():
-        groups.setdefault(cfg.ln, []).append((run, cfg, m, r))
+    for run, (cfg, m, r) in load(root, True, lambda c: by(c) is not None).items():
+        groups.setdefault(by(cfg), []).append((run, cfg, m, r))
     num = lambda x: "-" if x is None else f"{x:.3g}"
     rows, falls = [], []
     for ln, runs in sorted(groups.items(), key=lambda kv: kv[0] != "off"):
@@ -161,13 +163,13 @@ def placement_measures(root, keys=("c_fourier", "attn_entropy", "sr_train")):
             mean = np.mean([np.interp(step, r["step"], r[k]) for *_, r in runs], 0)
             at1k, top, top_step, at_g, last, last_step = curve_points(step, mean, g)
             p = SINGH_CURVES.get((k, ln))
-            rows.append([singh_name(ln), k, str(g or "not reached"), num(at1k),
+            rows.append([name(ln), k, str(g or "not reached"), num(at1k),
                          f"{num(top)} at {top_step}", num(at_g), f"{num(last)} at {last_step}",
                          "not in their data" if p is None else
                          f"{num(p[0])} / {num(p[1])} at {p[2]} / {num(p[3])} / {num(p[4])}"])
         seeds = [(c.seed, rise_and_fall(r["step"], r["sr_train"], s))
                  for (_, c, _, r), s in zip(runs, A.grok_steps(runs))]
-        falls.append([singh_name(ln), " / ".join(
+        falls.append([name(ln), " / ".join(
             f"s{s}: " + ("never" if x is None else f"{x[0]:.2f} -> {num(x[1])}")
             for s, x in seeds)])
     print(A.markdown(["placement", "measure", "seed-mean test loss <= 0.01 at", "at 1000",
@@ -176,6 +178,13 @@ def placement_measures(root, keys=("c_fourier", "attn_entropy", "sr_train")):
     if "sr_train" in keys:
         print(A.markdown(["placement", "SR-train per seed: max before test loss <= 0.01 -> 1000 "
                           "steps after (-: the run ended before)"], falls))
+
+
+def wd_point(cfg):
+    """A point of Singh et al.'s weight-decay sweep but its centre (wd 1: the No LN runs of
+    ln_placements.sh, the same command): "wd X", or None."""
+    lr, wd = schedule(cfg, cfg.warmup)
+    return f"wd {wd:g}" if wd != 1 and singh_label(cfg) == f"lr 0.001, wd {wd:g}, alpha 1" else None
 
 
 def subsets(runs, k=5):
@@ -281,25 +290,6 @@ def cleanup(root):
             [str(int(s[i]))] + [f"{a[k][i]:.3g}" for k in cols[1:]] for i in at]))
 
 
-def collapse(root):
-    """Prieto et al.'s Fig. 2, softmax in float16, float32 and float64: per run, the first
-    evaluation where more than half the training rows' softmax sums round to 1 in the run's loss
-    dtype (their figure's dotted line: share > 0.5; > 0.4 in their frac 0.4 panel), test
-    accuracy there, its maximum and at the end."""
-    rows = []
-    for _, (c, m, _) in load(root).items():
-        s, acc, sc = m["step"], m["test_acc"], m["collapse"]
-        best = int(np.argmax(acc))
-        at = [f"{s[o[0]]} ({acc[o[0]]:.3f})" if len(o := np.nonzero(sc > t)[0]) else "never"
-              for t in (0.5, 0.4)]
-        rows.append([f"frac {c.frac}, {c.loss_dtype}", str(c.seed), *at,
-                     f"{acc[best]:.3f} at {s[best]}", f"{acc[-1]:.3f} / {m['train_acc'][-1]:.3f}",
-                     f"{np.nanmax(sc):.2f}", str(int(s[-1]))])
-    print(A.markdown(["configuration", "seed", "collapse share > 0.5 at (test acc)", "> 0.4 at",
-                      "max test acc", "final test / train acc", "max collapse share",
-                      "steps run"], rows))
-
-
 SECTIONS = {  # name: (REPRODUCTION.md's heading, folder, what makes it, printer)
     "placements": ("LN placements on their split, through the paper's 10k-step budget",
                    "runs/ln_placements",
@@ -312,6 +302,10 @@ SECTIONS = {  # name: (REPRODUCTION.md's heading, folder, what makes it, printer
                         "runs/ln_placements", "bash experiments/ln_placements.sh --list | bash; "
                         "python analyze.py runs/ln_placements",
                         lambda root: placement_measures(root, COMPRESSIBILITY)),
+    "compressibility_wd": ("Weight decay on their split: R(Z), power-law exponent, effective "
+                           "rank", "runs/singh_grids", "bash experiments/singh_grids.sh --batched"
+                           " | grep -- --wd | bash",
+                           lambda root: placement_measures(root, COMPRESSIBILITY, wd_point, str)),
     "early": ("LN placements on their split: the first 1000 steps", "runs/ln_placements",
               "bash experiments/ln_placements.sh --list | bash", early),
     "coupling": ("Does one seed drawing both split and init slow No LN?", "runs/seed_coupling",
@@ -351,7 +345,7 @@ SECTIONS = {  # name: (REPRODUCTION.md's heading, folder, what makes it, printer
                       "bash experiments/interventions.sh --list | bash", metrics_table.main),
     "collapse": ("Softmax in float16, float32 and float64 (Prieto et al.'s Fig. 2)",
                  "runs/prieto_fig2", "bash experiments/interventions.sh --list | grep "
-                 "prieto_fig2 | bash", collapse),
+                 "prieto_fig2 | bash", metrics_table.collapse),
 }
 COPIES = {  # section: its runs' copy in the repository, read where its runs/ folder has none
     name: os.path.join("reproduction", copy) for name, copy in (("nanda", "nanda"),
@@ -361,7 +355,7 @@ COPIES = {  # section: its runs' copy in the repository, read where its runs/ fo
         ("gu_setting", "gu_setting"), ("collapse", "prieto_fig2"), ("embedding", "embedding"),
         ("minibatch", "minibatch"), ("gu_preview", "gu_preview"), ("prieto", "prieto_fig1"),
         ("optimization", "optimization"), ("interventions", "interventions_pre"),
-        ("cleanup", "nanda_cleanup"))}
+        ("cleanup", "nanda_cleanup"), ("compressibility_wd", "singh_grids"))}
 
 
 def main(argv):

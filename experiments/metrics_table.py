@@ -7,7 +7,7 @@ usual lr). A seed that never gets there counts as later than every step. A run t
 another loss (StableMax) has its test loss recomputed as softmax cross-entropy from its
 checkpoints (every ckpt_every steps, not every eval_every), so that both statistics are the
 baseline's. It also draws <root>/figures/steps_to_generalize.png: per configuration and
-statistic, every seed's step as a dot.
+statistic, every seed's step as a dot. collapse(): Prieto et al.'s Fig. 2 table, per run.
 
     python experiments/metrics_table.py runs/interventions
 """
@@ -20,7 +20,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import torch  # noqa: E402
-from analyze import GROK, baselines, checkpoint_paths, fmt, group_runs, mann_whitney  # noqa: E402
+from analyze import (GROK, baselines, checkpoint_paths, fmt, group_runs,  # noqa: E402
+                     mann_whitney, markdown)
 from data import load_checkpoint  # noqa: E402
 from measures import MEASURES, load_checkpoint_into, run_context  # noqa: E402
 from model import Config, build_model  # noqa: E402
@@ -87,6 +88,27 @@ def main(root):
                                for lab, runs in groups.items()},
                               {lab: (f"C{i % 10}", "-") for i, lab in enumerate(groups)})
     print(f"\nfigure: {path}")
+
+
+def collapse(root):
+    """Prieto et al.'s Fig. 2, softmax in float16, float32 and float64: per run, the first
+    evaluation where more than half the training rows' softmax sums round to 1 in the run's loss
+    dtype (their figure's dotted line: share > 0.5; > 0.4 in their frac 0.4 panel), test
+    accuracy there, its maximum and at the end."""
+    rows = []
+    for path in sorted(glob.glob(os.path.join(root, "*", "metrics.npz"))):
+        c = Config.from_dict(json.load(open(os.path.join(os.path.dirname(path), "config.json"))))
+        m = np.load(path)
+        s, acc, sc = m["step"], m["test_acc"], m["collapse"]
+        best = int(np.argmax(acc))
+        at = [f"{s[o[0]]} ({acc[o[0]]:.3f})" if len(o := np.nonzero(sc > t)[0]) else "never"
+              for t in (0.5, 0.4)]
+        rows.append([f"frac {c.frac}, {c.loss_dtype}", str(c.seed), *at,
+                     f"{acc[best]:.3f} at {s[best]}", f"{acc[-1]:.3f} / {m['train_acc'][-1]:.3f}",
+                     f"{np.nanmax(sc):.2f}", str(int(s[-1]))])
+    print(markdown(["configuration", "seed", "collapse share > 0.5 at (test acc)", "> 0.4 at",
+                    "max test acc", "final test / train acc", "max collapse share",
+                    "steps run"], rows))
 
 
 def folder_arg(doc, default=None):

@@ -66,7 +66,25 @@ SINGH_CURVES = {
     ("eff_rank", "mlp-pre"): (20.7, 57.6, 200, 17.9, 9.69),
     ("eff_rank", "pre"): (44.7, 55.6, 200, 8.41, 8.43),
     ("eff_rank", "attn-pre"): (56.8, 58.1, 800, 14.7, 12.8),
-    ("eff_rank", "off"): (35.6, 36.0, 1600, 10.7, 8.34)}
+    ("eff_rank", "off"): (35.6, 36.0, 1600, 10.7, 8.34),
+    # the same across weight decays (No LN, their wd sweep: data/wd_rank.csv, wd_alpha.csv,
+    # wd_eff_rank.csv; "wd 1" is the "off" curve above)
+    ("rank", "wd 1.5"): (128, 128, 200, 35.8, 25.4), ("rank", "wd 1"): (128, 128, 200, 59.4, 32.2),
+    ("rank", "wd 0.75"): (128, 128, 200, 62.7, 58.2),
+    ("rank", "wd 0.5"): (128, 128, 200, None, 117),
+    ("rank", "wd 0.2"): (128, 128, 200, None, 128), ("rank", "wd 0.1"): (128, 128, 200, None, 128),
+    ("power_law_alpha", "wd 1.5"): (2.80, 3.01, 200, 1.38, 1.41),
+    ("power_law_alpha", "wd 1"): (2.99, 3.26, 400, 1.71, 1.71),
+    ("power_law_alpha", "wd 0.75"): (2.97, 3.18, 2800, 1.44, 1.45),
+    ("power_law_alpha", "wd 0.5"): (2.94, 3.23, 5400, None, 2.60),
+    ("power_law_alpha", "wd 0.2"): (3.23, 3.54, 5400, None, 3.03),
+    ("power_law_alpha", "wd 0.1"): (3.18, 3.45, 5000, None, 2.94),
+    ("eff_rank", "wd 1.5"): (31.4, 32.5, 600, 7.34, 6.96),
+    ("eff_rank", "wd 1"): (35.6, 36.0, 1600, 10.7, 8.34),
+    ("eff_rank", "wd 0.75"): (36.9, 38.0, 2000, 7.90, 7.32),
+    ("eff_rank", "wd 0.5"): (37.4, 39.7, 2600, None, 31.2),
+    ("eff_rank", "wd 0.2"): (37.3, 41.6, 6000, None, 40.7),
+    ("eff_rank", "wd 0.1"): (36.7, 42.1, 10000, None, 42.1)}
 
 COMPRESSIBILITY = ("rank", "power_law_alpha", "power_law_alpha_f64", "eff_rank")
 
