@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import measures
-from data import Batches, Stop, all_pairs, make_data, token_frequency
+from data import SPLITS, Batches, Stop, all_pairs, make_data, token_frequency
 from model import Config, build_model
 from optim import emb_lr_ratio
 from test_train import DEVICES, quiet, small_cfg
@@ -86,11 +86,16 @@ def test_b_offset_gives_the_second_operand_its_own_tokens():
         assert torch.equal(x[:, 0], a) and torch.equal(x[:, 1], b + off)
         assert torch.equal(y, (a + b) % 97)  # labels from the values, not the tokens
         assert build_model(cfg).embed.weight.shape[0] == cfg.n_vocab
-    # the split and the hole are of values: the same pairs whatever the tokens
-    kw = dict(p=97, split="strip", hole=40)
-    xs, xo = make_data(Config(**kw))[0], make_data(Config(**kw, b_offset=60))[0]
-    assert torch.equal(xs[:, 0], xo[:, 0]) and torch.equal(xs[:, 1] + 60, xo[:, 1])
-    assert (xo[:, 0] > 40).all()  # with b on 60.., first-operand tokens 0..40 never occur
+    # the split and the hole are of values: the same pairs and labels whatever the tokens, with
+    # every split and op
+    for split in SPLITS:
+        for op in ("add", "div", "a2+ab+b2"):
+            kw = dict(p=97, split=split, op=op, hole=40)
+            same, off = make_data(Config(**kw)), make_data(Config(**kw, b_offset=60))
+            for xs, xo in ((same[0], off[0]), (same[2], off[2])):
+                assert torch.equal(xs[:, 0], xo[:, 0]) and torch.equal(xs[:, 1] + 60, xo[:, 1])
+            assert torch.equal(same[1], off[1]) and torch.equal(same[3], off[3])
+    assert (off[0][:, 0] > 40).all()  # strip, b on 60..: first-operand tokens 0..40 never occur
     with pytest.raises(Stop, match="one-hot inputs"):
         Config(model="mlp", embed="onehot", b_offset=5).check()
 
@@ -208,17 +213,20 @@ def test_bad_batch_and_vocabulary_options(argv, msg, tmp_path):
 def test_mini_batch_runs_resume_exactly_and_batch_like_lone_runs(device, tmp_path):
     # and a stack may mix 'auto' with a fixed ratio: each run's from its own weights
     kw = dict(steps=40, batch_size=16, model="mlp", act="relu")
-    cfgs = [small_cfg(seed=s, sampling=m, emb_lr_ratio=e, **kw)
-            for s, m, e in ((0, "random", "1"), (1, "balanced", "auto"))]
+    arms = ((0, "random", "1"), (1, "balanced", "auto"))
+    cfgs = [small_cfg(seed=s, sampling=m, emb_lr_ratio=e, **kw) for s, m, e in arms]
     dirs = [str(tmp_path / f"b{r}") for r in range(2)]
     batched = train(cfgs, dirs, device, log=quiet)
     alone = [train(c, str(tmp_path / f"s{r}"), device, log=quiet) for r, c in enumerate(cfgs)]
-    half = str(tmp_path / "h")
-    train(small_cfg(**{**kw, "steps": 17}), half, device, log=quiet)  # stops mid-epoch
-    resumed = train(cfgs[0], half, device, resume=True, log=quiet)
+    resumed = []
+    for r, (s, m, e) in enumerate(arms):  # each sampler stops mid-epoch, then goes on
+        half = str(tmp_path / f"h{r}")
+        train(small_cfg(seed=s, sampling=m, emb_lr_ratio=e, **{**kw, "steps": 17}), half, device,
+              log=quiet)
+        resumed.append(train(cfgs[r], half, device, resume=True, log=quiet))
     for k in ("train_loss", "test_loss", "weight_norm", "update_norm"):
-        np.testing.assert_array_equal(resumed[k], alone[0][k], err_msg=k)
         for r in range(2):
+            np.testing.assert_array_equal(resumed[r][k], alone[r][k], err_msg=k)
             np.testing.assert_allclose(batched[r][k], alone[r][k], rtol=1e-4, atol=1e-6)
     full = train(small_cfg(steps=40, model="mlp", act="relu"), str(tmp_path / "f"), device,
                  log=quiet)
