@@ -40,6 +40,7 @@ def test_analyze_folder_of_runs_and_skip_bad_ones(tmp_path, capsys):
     tiny_run(tmp_path, "lr_s0", lr=3e-3)
     tiny_run(tmp_path, "a_batch_s0", batch_size=16)  # first: --batch-size None elsewhere
     hole = tiny_run(tmp_path, "hole_s0", split="square", hole=4, steps=200, lr=1e-2, ckpt_every=100)
+    offset = tiny_run(tmp_path, "offset_s0", split="strip", hole=4, b_offset=10)  # b on 10..32
     os.makedirs(tmp_path / "empty" / "ckpt")
     (tmp_path / "empty" / "config.json").write_text("{}")
     bad = tiny_run(tmp_path, "truncated")
@@ -61,6 +62,9 @@ def test_analyze_folder_of_runs_and_skip_bad_ones(tmp_path, capsys):
     assert np.isfinite(dict(np.load(tmp_path / "mlp_s0" / "analysis.npz"))["hessian_embed"]).all()
     dnn = dict(np.load(tmp_path / "dnn_s0" / "analysis.npz"))
     assert np.isfinite(dnn["ntk_distance"]).all() and np.isfinite(dnn["med_hidden"]).all()
+    r = dict(np.load(offset / "analysis.npz"))  # the strip's a <= 4 are no b's tokens
+    assert all(np.isfinite(r[k]).all() for k in ("med", "c_fourier", "gini_embed", "hole_acc"))
+    assert np.isnan(r["hole_acc_shared"]) and np.isfinite(r["hole_acc_unshared"])
     for f in ("curves", "fourier_embed", "progress", "med_cfourier_entropy", "heatmaps"):
         assert (tmp_path / "pre_s0" / "figures" / f"{f}.png").stat().st_size > 10000
     for f in ("loss_by_config", "steps_to_generalize", "c_fourier_by_config",
