@@ -5,7 +5,6 @@ experiments/claims.py and metrics_table.py print from run folders, on made-up ru
 
     python -m pytest -q test_claims.py
 """
-import csv
 import json
 import os
 import shutil
@@ -25,7 +24,6 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "exp
 import claims  # noqa: E402
 import metrics_table  # noqa: E402
 import minibatch_table  # noqa: E402
-import singh_released  # noqa: E402
 
 
 def test_baseline_is_the_same_setting_without_intervention():

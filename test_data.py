@@ -95,7 +95,8 @@ def test_b_offset_gives_the_second_operand_its_own_tokens():
             for xs, xo in ((same[0], off[0]), (same[2], off[2])):
                 assert torch.equal(xs[:, 0], xo[:, 0]) and torch.equal(xs[:, 1] + 60, xo[:, 1])
             assert torch.equal(same[1], off[1]) and torch.equal(same[3], off[3])
-    assert (off[0][:, 0] > 40).all()  # strip, b on 60..: first-operand tokens 0..40 never occur
+    x = make_data(Config(p=97, split="strip", hole=40, b_offset=60))[0]
+    assert (x[:, 0] > 40).all()  # b on 60..: first-operand tokens 0..40 never occur
     with pytest.raises(Stop, match="one-hot inputs"):
         Config(model="mlp", embed="onehot", b_offset=5).check()
 

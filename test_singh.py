@@ -157,7 +157,8 @@ def test_compressibility_wd_reads_the_weight_decay_sweep_but_its_centre(monkeypa
     m = dict(step=step, test_loss=np.where(step >= 1000, 0.001, 1.0))
     cfgs = [Config(ln="off", wd=1.5, seed=1), Config(ln="off", wd=1.5, seed=2),  # the sweep's
             Config(ln="off", seed=1), Config(ln="off", lr=1e-2, fix_wd=True),  # wd 1; lr sweep
-            Config(ln="off", wd=1.5, eps=0.0, init="kaiming"), Config(ln="pre", wd=1.5)]
+            Config(ln="off", wd=1.5, eps=0.0, init="kaiming"), Config(ln="pre", wd=1.5),
+            Config(ln="off", wd=1.5, alpha=0.5), Config(ln="off", wd=1.5, n_layers=3)]
     runs = {f"r/{i}": (c, m, dict(step=step, **{k: np.full(7, 40.0 + c.seed) for k in
                                                 claims.COMPRESSIBILITY + ("sr_train",)}))
             for i, c in enumerate(cfgs)}

@@ -150,7 +150,7 @@ def placement_measures(root, keys=("c_fourier", "attn_entropy", "sr_train"), by=
     head-averaged weights, SR-train with every LN removed; or COMPRESSIBILITY) on the seed-mean
     curve of each placement (or group: by, None leaves a run out; printed as name), through the
     run, beside their released curves (SINGH_CURVES[measure, group]); then SR-train seed by
-    seed. The runs of root differ only in --ln and --seed (experiments/ln_placements.sh)."""
+    seed. The runs of a group differ only in --seed (experiments/ln_placements.sh)."""
     groups = {}
     for run, (cfg, m, r) in load(root, True, lambda c: by(c) is not None).items():
         groups.setdefault(by(cfg), []).append((run, cfg, m, r))
@@ -183,8 +183,8 @@ def placement_measures(root, keys=("c_fourier", "attn_entropy", "sr_train"), by=
 def wd_point(cfg):
     """A point of Singh et al.'s weight-decay sweep but its centre (wd 1: the No LN runs of
     ln_placements.sh, the same command): "wd X", or None."""
-    lr, wd = schedule(cfg, cfg.warmup)
-    return f"wd {wd:g}" if wd != 1 and singh_label(cfg) == f"lr 0.001, wd {wd:g}, alpha 1" else None
+    wd = f"{schedule(cfg, cfg.warmup)[1]:.3g}"
+    return f"wd {wd}" if wd != "1" and singh_label(cfg) == f"lr 0.001, wd {wd}, alpha 1" else None
 
 
 def subsets(runs, k=5):

@@ -47,12 +47,17 @@ def softmax_test_loss(run, cfg):
     return np.array(steps), np.array(loss)
 
 
-def main(root):
-    done = {}
+def runs_below(root):
+    """(folder, Config) of each run right below root, in name order."""
     for path in sorted(glob.glob(os.path.join(root, "*", "metrics.npz"))):
         run = os.path.dirname(path)
-        cfg = Config.from_dict(json.load(open(os.path.join(run, "config.json"))))
-        m = dict(np.load(path))
+        yield run, Config.from_dict(json.load(open(os.path.join(run, "config.json"))))
+
+
+def main(root):
+    done = {}
+    for run, cfg in runs_below(root):
+        m = dict(np.load(os.path.join(run, "metrics.npz")))
         m["softmax"] = ((m["step"], m["test_loss"]) if cfg.loss == "ce"
                         else softmax_test_loss(run, cfg))
         done[run] = (cfg, m, {})
@@ -96,9 +101,8 @@ def collapse(root):
     dtype (their figure's dotted line: share > 0.5; > 0.4 in their frac 0.4 panel), test
     accuracy there, its maximum and at the end."""
     rows = []
-    for path in sorted(glob.glob(os.path.join(root, "*", "metrics.npz"))):
-        c = Config.from_dict(json.load(open(os.path.join(os.path.dirname(path), "config.json"))))
-        m = np.load(path)
+    for run, c in runs_below(root):
+        m = np.load(os.path.join(run, "metrics.npz"))
         s, acc, sc = m["step"], m["test_acc"], m["collapse"]
         best = int(np.argmax(acc))
         at = [f"{s[o[0]]} ({acc[o[0]]:.3f})" if len(o := np.nonzero(sc > t)[0]) else "never"
