@@ -125,7 +125,8 @@ def test_singh_curve_numbers_are_read_off_their_released_curves():
             ln = col.split(": ")[1].split(" - ")[0] if ": " in col else col.split("__")[0]
             v = np.array([float(r[j]) for r in rows])
             if name.startswith("wd_"):  # a weight decay: its point of their No LN sweep
-                ln, stat = f"wd {ln}", claims.SINGH[1e-8, "singh"][1e-3, float(ln), 1][0]
+                stat = claims.SINGH[1e-8, "singh"][1e-3, float(ln), 1][0]
+                ln = "off" if ln == "1" else f"wd {ln}"  # their wd 1 curve is No LN's
             else:
                 stat = claims.SINGH_LN[ln][1][0]
             i = int(np.argmax(v))
