@@ -25,8 +25,8 @@ import torch
 from model import Config, build_model
 from data import Stop, all_pairs, load_checkpoint, save_atomic
 from train import GROK, first_below
-from measures import (FINAL, MEASURES, load_checkpoint_into, mann_whitney, rank_corr,
-                      run_context)
+from measures import FINAL, MEASURES, load_checkpoint_into, run_context
+from stats import mann_whitney, rank_corr
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -157,11 +157,17 @@ def unfinished(cfg, m):
     return "-" if last >= cfg.steps else f"- (stopped at {last} of {cfg.steps})"
 
 
+def seed_curves(runs, key="test_loss"):
+    """(steps, curves (seeds, steps)): each run's curve on the longest run's steps. A run that
+    stopped early (--stop-after-grok) keeps its last value from then on."""
+    steps = max((m["step"] for _, _, m, _ in runs), key=len)
+    return steps, np.array([np.interp(steps, m["step"], m[key]) for _, _, m, _ in runs])
+
+
 def mean_curve_step(runs):
     """Singh et al.'s statistic: the first step at which the seeds' mean test-loss curve is <=
-    GROK. A run that stopped early (--stop-after-grok) keeps its last value from then on."""
-    steps = max((m["step"] for _, _, m, _ in runs), key=len)
-    curves = [np.interp(steps, m["step"], m["test_loss"]) for _, _, m, _ in runs]
+    GROK (stats.crossing_step, as an int or None)."""
+    steps, curves = seed_curves(runs)
     return first_below(steps, np.mean(curves, 0))
 
 

@@ -10,8 +10,6 @@ registry, MEASURES (every checkpoint) or FINAL (the last), reading the checkpoin
 
 A change of a measure, or of a function or constant it calls, makes analyze.py recompute runs.
 """
-import itertools
-import math
 import types
 
 import numpy as np
@@ -119,43 +117,6 @@ def spectrum_exponent(Z):
     lam = q[:n].clamp_min(1e-300)
     A = torch.stack([torch.ones(n, dtype=torch.float64), -i.log()], 1)
     return float(torch.linalg.lstsq(A, lam.log().unsqueeze(1)).solution[1])
-
-
-# ---------------------------------------------------------------- statistics over checkpoints, runs
-
-def rank_corr(x, y):
-    """Spearman's rank correlation (no ties expected in real-valued measures)."""
-    return float(np.corrcoef(*(np.argsort(np.argsort(np.asarray(v))) for v in (x, y)))[0, 1])
-
-
-def mann_whitney(x, y):
-    """(U of x against y, two-sided p): exact over the splits of the pooled ranks up to 200k of
-    them, else normal with ties corrected. None (never generalized) ranks after every step."""
-    v = np.array([np.inf if s is None else s for s in list(x) + list(y)], float)
-    n1, n = len(x), len(v)
-    _, inv, counts = np.unique(v, return_inverse=True, return_counts=True)
-    ranks = (np.cumsum(counts) - (counts - 1) / 2)[inv]  # ties share their mean rank
-    u = lambda r: r.sum() - n1 * (n1 + 1) / 2
-    U, mu = u(ranks[:n1]), n1 * (n - n1) / 2
-    if math.comb(n, n1) <= 200000:
-        us = np.array([u(ranks[list(c)]) for c in itertools.combinations(range(n), n1)])
-        return U, float(np.mean(np.abs(us - mu) >= abs(U - mu) - 1e-9))
-    var = n1 * (n - n1) / 12 * (n + 1 - (counts ** 3 - counts).sum() / (n * (n - 1)))
-    return U, math.erfc(abs(U - mu) / math.sqrt(2 * var)) if var > 0 else 1.0
-
-
-def fisher_exact(a, n1, b, n2):
-    """Two-sided Fisher exact p that a of n1 and b of n2 share one rate (margins fixed)."""
-    k, n = a + b, n1 + n2
-    pr = lambda x: math.comb(n1, x) * math.comb(n2, k - x) / math.comb(n, k)
-    lo, hi = max(0, k - n2), min(k, n1)
-    return min(1.0, sum(pr(x) for x in range(lo, hi + 1) if pr(x) <= pr(a) * (1 + 1e-9)))
-
-
-def sign_test(wins, losses):
-    """Two-sided exact sign test (ties left out): P(a split this uneven | fair coins)."""
-    n = wins + losses
-    return min(1.0, 2 * sum(math.comb(n, i) for i in range(min(wins, losses) + 1)) / 2 ** n)
 
 
 # ---------------------------------------------------------------- measures that need the model

@@ -5,7 +5,6 @@ losses the papers describe, the NTK and the Hessian equal their explicit computa
 
     python -m pytest -q test_measures.py
 """
-import itertools
 import math
 import types
 
@@ -14,7 +13,6 @@ import pytest
 import torch
 from torch.autograd.functional import hessian
 
-import analyze as A
 import fourier
 import measures as M
 from data import make_data
@@ -193,13 +191,6 @@ def test_an_even_p_has_frequency_p_over_2_without_a_sine():
     assert freq.tolist() == [6] and share.item() == pytest.approx(1.0)
 
 
-def test_rank_corr():
-    assert A.rank_corr([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
-    assert A.rank_corr([1, 2, 3, 4], [1, 8, 27, 64]) == pytest.approx(1.0)  # monotone, not linear
-    assert A.rank_corr([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
-    assert A.rank_corr([1, 2, 3, 4], [2, 1, 4, 3]) == pytest.approx(0.6)  # 1 - 6*4/(4*15)
-
-
 def test_uniform_attention_has_entropy_ln_positions():
     w = torch.full((10, 4, 3, 3), 1 / 3)
     ln3 = torch.full((4,), math.log(3), dtype=torch.float64)
@@ -319,36 +310,3 @@ def test_hessian_top_eigenvalue_equals_the_explicit_hessian():
     # power iteration: the eigenvalue largest in magnitude
     expected = top[-1] if top[-1].abs() >= top[0].abs() else top[0]
     assert lam == pytest.approx(float(expected), rel=1e-4)
-
-
-# ---------------------------------------------------------------- end to end
-
-
-def test_mann_whitney_by_its_definition():
-    rng = np.random.default_rng(0)
-    for n1, n2 in ((5, 5), (4, 7), (40, 35)):  # exact, exact, normal approximation
-        x, y = list(rng.integers(0, 20, n1)), list(rng.integers(5, 25, n2))
-        x[0] = None  # never generalized: later than everything
-        inf = lambda v: np.inf if v is None else v
-        pairs = sum((inf(a) > b) + 0.5 * (inf(a) == b) for a in x for b in y)
-        U, p = A.mann_whitney(x, y)
-        assert U == pairs and 0 < p <= 1
-    assert A.mann_whitney([1, 2, 3], [4, 5, 6]) == (0, pytest.approx(0.1))  # 2 of 20 splits
-    assert A.mann_whitney([1, 2, 3], [1, 2, 3])[1] == 1.0
-    same = list(range(60))
-    assert A.mann_whitney(same, same)[1] == pytest.approx(1.0)
-
-
-def test_fisher_and_sign_tests_by_enumeration():
-    # Fisher: which n1 of the n runs form group 1, every way equally likely, successes fixed
-    for a, n1, b, n2 in ((3, 4, 1, 4), (12, 13, 8, 13), (5, 8, 1, 10), (0, 3, 3, 3)):
-        runs = [1] * (a + b) + [0] * (n1 + n2 - a - b)
-        seen = [sum(runs[i] for i in g) for g in itertools.combinations(range(n1 + n2), n1)]
-        freq = {x: seen.count(x) for x in set(seen)}
-        p = sum(v for x, v in freq.items() if v <= freq[a]) / len(seen)
-        assert M.fisher_exact(a, n1, b, n2) == pytest.approx(p)
-    assert M.fisher_exact(3, 4, 1, 4) == pytest.approx(34 / 70)  # the tea-tasting table
-    for w, l in ((9, 3), (0, 6), (4, 4), (7, 1)):  # every sign pattern of the w + l pairs
-        wins = [sum(s) for s in itertools.product((0, 1), repeat=w + l)]
-        extreme = sum(min(k, w + l - k) <= min(w, l) for k in wins) / len(wins)
-        assert M.sign_test(w, l) == pytest.approx(min(1.0, extreme))

@@ -25,9 +25,9 @@ import gu_table  # noqa: E402
 from singh_numbers import (COMPRESSIBILITY, SINGH, SINGH_CURVES, SINGH_LN,  # noqa: E402
                            SINGH_MODEL, released)
 from data import Stop  # noqa: E402
-from measures import fisher_exact, sign_test  # noqa: E402
 from model import Config  # noqa: E402
 from optim import schedule  # noqa: E402
+from stats import fisher_exact, mann_whitney, sign_test  # noqa: E402
 from train import first_below  # noqa: E402
 
 
@@ -78,7 +78,7 @@ def per_seed(root, arm=None, paper=None, ref=None):
         hit = [s for s in te if s is not None]  # the bounds on the seed-mean curve's step
         bounds = f"{min(hit)} / {max(hit) if len(hit) == len(te) else 'not all'}" if hit else "none"
         mw = "-" if runs is first or first is None else "U {:g} / p {:.3f}".format(
-            *A.mann_whitney(te, A.grok_steps(first)))
+            *mann_whitney(te, A.grok_steps(first)))
         mc, stop = A.mean_curve_step(runs), min(int(m["step"][-1]) for _, _, m, _ in runs)
         rows.append([lab, " / ".join(f"s{c.seed}: {s or A.unfinished(c, m)}"
                                      for (_, c, m, _), s in zip(runs, te)),

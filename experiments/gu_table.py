@@ -15,6 +15,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import analyze as A  # noqa: E402
 from data import hole_mask  # noqa: E402
+from stats import rank_corr  # noqa: E402
 from train import first_below  # noqa: E402
 
 
@@ -85,7 +86,7 @@ def depth(runs):
                          f"{np.mean(after < 0.9):.3f} / {np.min(after):.3f}",
                          " / ".join(f"{v:.2f}" for v in (r["med"][0], np.max(r["med"]),
                                                          r["med"][-1])),
-                         f"{A.rank_corr(r['med'], r['test_loss']):.2f} ({len(r['med'])})"])
+                         f"{rank_corr(r['med'], r['test_loss']):.2f} ({len(r['med'])})"])
     if rows:
         print(A.markdown(["setting (frac 0.5)", "seed", "last step", "test loss <= 0.01 at",
                           "test acc >= 0.9 at", "from then on: share of evaluations < 0.9 / "
@@ -105,7 +106,7 @@ def dnn(runs):
             grok = first_below(m["step"], m["test_loss"])
             steps = (0, grok, int(r["step"][-1]))
             v = lambda k, s: None if s is None else A.at(r, k, s)  # None: past the last ckpt
-            cols = [f"{A.rank_corr(r[k], r['test_loss']):.2f}; " + " / ".join(
+            cols = [f"{rank_corr(r[k], r['test_loss']):.2f}; " + " / ".join(
                 "-" if v(k, s) is None else f"{v(k, s):.3f}" for s in steps)
                 for k in ("med", "med_hidden")]
             place = f"{c.split} k={c.hole}" if c.split in ("square", "strip") else c.split

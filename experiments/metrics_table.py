@@ -21,10 +21,11 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import torch  # noqa: E402
 from analyze import (GROK, baselines, checkpoint_paths, fmt, group_runs,  # noqa: E402
-                     mann_whitney, markdown)
+                     markdown)
 from data import load_checkpoint  # noqa: E402
 from measures import MEASURES, load_checkpoint_into, run_context  # noqa: E402
 from model import Config, build_model  # noqa: E402
+from stats import mann_whitney  # noqa: E402
 from train import first_below  # noqa: E402
 
 
