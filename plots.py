@@ -245,3 +245,37 @@ def sweep(path, opt, base, series, thr):
     held = ", ".join(f"{o}={v}" for o, v in base.items()) or "all runs"
     axs[0].set_title(f"against {opt} ({held}; runs that never generalize have no dot)", fontsize=8)
     save(fig, path)
+
+
+# ---------------------------------------------------------------- the verdicts
+
+VERDICT_COLORS = {"reproduced": "C2", "not reproduced": "C3", "inconclusive": "C1"}
+
+
+def forest(path, rows):
+    """One row a numeric claim: our value and 90% interval divided by the paper's number (log
+    axis; 1: the paper's), coloured by verdict. rows: (label, paper, ours, lo, hi, verdict);
+    np.inf (never within the budget) is drawn as an arrow off the right edge."""
+    fig, ax = plt.subplots(figsize=(8, 0.28 * len(rows) + 1.2))
+    right = 4.0
+    for y, (label, paper, ours, lo, hi, verdict) in enumerate(reversed(rows)):
+        c = VERDICT_COLORS.get(verdict, "0.5")
+        lo, hi, mid = (min(v / paper, right) for v in (lo, hi, ours))
+        ax.plot([lo, hi], [y, y], color=c, lw=2.5)
+        ax.plot([mid], [y], "o", color=c, ms=4)
+        if hi >= right:
+            ax.annotate("", (right * 1.15, y), (right, y), arrowprops=dict(arrowstyle="->",
+                                                                            color=c))
+    ax.axvline(1, color="k", lw=1)
+    ax.set_yticks(range(len(rows)), [r[0] for r in reversed(rows)], fontsize=7)
+    ax.set_xscale("log")
+    ax.set_xlim(0.25, right * 1.2)
+    ticks = [0.25, 0.5, 1, 2, 4]
+    ax.set_xticks(ticks, [f"{t:g}" for t in ticks])
+    ax.minorticks_off()
+    ax.set(xlabel="ours / the paper's number (bar: 90% interval; dot: all our seeds)",
+           title="The paper's number (1) against our interval")
+    for name, c in VERDICT_COLORS.items():
+        ax.plot([], [], color=c, lw=2.5, label=name)
+    ax.legend(fontsize=7, loc="lower right")
+    save(fig, path)

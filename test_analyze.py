@@ -17,6 +17,7 @@ import analyze as A
 import fourier
 import measures as M
 import plots
+import stats
 from data import make_data
 from model import Config, build_model
 from train import train
@@ -200,13 +201,14 @@ def project_imports(path):
 
 
 def test_imports_run_one_way():
-    """data <- model <- train <- analyze -> plots, and analyze -> measures -> data, fourier:
-    plots only draws (matplotlib, numpy, the standard library), the measures know nothing of
-    training."""
+    """data <- model <- train <- analyze -> plots, stats, and analyze -> measures -> data,
+    fourier: plots only draws (matplotlib, numpy, the standard library), stats is numpy and the
+    standard library, the measures know nothing of training."""
     assert project_imports(plots.__file__) == set()
+    assert project_imports(stats.__file__) == set()
     assert project_imports(M.__file__) <= {"data", "model", "fourier"}
     assert project_imports(fourier.__file__) == set()
-    assert project_imports(A.__file__) == {"data", "model", "train", "measures", "plots"}
+    assert project_imports(A.__file__) == {"data", "model", "train", "measures", "plots", "stats"}
 
 
 def test_a_dropout_run_is_measured_without_dropout(tmp_path):

@@ -22,6 +22,7 @@ import analyze as A  # noqa: E402
 import metrics_table  # noqa: E402
 import minibatch_table  # noqa: E402
 import gu_table  # noqa: E402
+import verdicts  # noqa: E402
 from singh_numbers import (COMPRESSIBILITY, SINGH, SINGH_CURVES, SINGH_LN,  # noqa: E402
                            SINGH_MODEL, released)
 from data import Stop  # noqa: E402
@@ -343,6 +344,8 @@ SECTIONS = {  # name: (REPRODUCTION.md's heading, folder, what makes it, printer
                "| bash", metrics_table.main),
     "interventions": ("Grokking accelerators", "runs/interventions",
                       "bash experiments/interventions.sh --list | bash", metrics_table.main),
+    "verdicts": ("Verdicts, claim by claim", None, "python experiments/claims.py verdicts",
+                 lambda root: verdicts.main(load)),
     "collapse": ("Softmax in float16, float32 and float64 (Prieto et al.'s Fig. 2)",
                  "runs/prieto_fig2", "bash experiments/interventions.sh --list | grep "
                  "prieto_fig2 | bash", metrics_table.collapse),
@@ -373,6 +376,10 @@ def main(argv):
     errors = []
     for n, folder in asked or [[n, None] for n in SECTIONS]:
         heading, root, make, show = SECTIONS[n]
+        if root is None:  # a section that reads the copies of several experiments itself
+            print(f"## {heading}\n")
+            show(None)
+            continue
         root = folder or (root if has_runs(root) else COPIES.get(n, root))
         print(f"## {heading} ({root})\n")
         if has_runs(root):

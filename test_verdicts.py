@@ -1,0 +1,132 @@
+"""
+The verdict rule on hand-made results, the verdict table on made-up runs, and REPRODUCTION.md's
+verdict table against what `python experiments/claims.py verdicts` prints.
+
+    python -m pytest -q test_verdicts.py
+"""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+from model import Config
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "experiments"))
+import claims  # noqa: E402
+import plots  # noqa: E402
+import verdicts as V  # noqa: E402
+
+
+def interval(paper, lo, hi, seeds=20):
+    return dict(kind="interval", ours=(lo + hi) / 2, lo=lo, hi=hi, paper=paper, seeds=[seeds],
+                size=5)
+
+
+def ordering(p, p_opposite, share=0.8, test="rank", seeds=(5, 5)):
+    return dict(kind="order", p=p, p_opposite=p_opposite, share=share, test=test,
+                seeds=list(seeds))
+
+
+def test_rule_on_intervals():
+    assert V.verdict(interval(100, 90, 110), True)[0] == "reproduced"
+    assert V.verdict(interval(100, 90, 110), False)[0] == "reproduced"  # the same either way
+    assert V.verdict(interval(100, 100, 100), True)[0] == "reproduced"  # ends included
+    assert V.verdict(interval(np.inf, 900, np.inf), True)[0] == "reproduced"  # never, as theirs
+    assert V.verdict(interval(120, 90, 110), True)[0] == "not reproduced"
+    assert V.verdict(interval(np.inf, 90, 110), True)[0] == "not reproduced"
+    assert V.verdict(interval(120, 90, 110), False)[0] == "inconclusive"
+    v, why = V.verdict(interval(120, 90, 110, seeds=V.MIN_SEEDS - 1), True)
+    assert v == "inconclusive" and f"{V.MIN_SEEDS} would decide" in why
+
+
+def test_rule_on_orderings_both_ways():
+    assert V.verdict(ordering(0.01, 0.99), True)[0] == "reproduced"
+    assert V.verdict(ordering(0.01, 0.99), False)[0] == "reproduced"
+    assert V.verdict(ordering(0.99, 0.01, share=0.1), True)[0] == "not reproduced"
+    v, why = V.verdict(ordering(0.99, 0.01, share=0.1), False)
+    assert v == "inconclusive" and "not like for like" in why
+    # neither way at p < 0.05: the seeds that would decide an effect of this size
+    v, why = V.verdict(ordering(0.05, 1.0, share=1.0), True)
+    assert v == "inconclusive" and "~4 seeds a side would decide" in why
+    v, why = V.verdict(ordering(0.125, 1.0, share=1.0, test="sign", seeds=(3,)), True)
+    assert v == "inconclusive" and "~5 seeds would decide" in why
+    v, why = V.verdict(ordering(0.6, 0.5, share=0.4), True)
+    assert v == "inconclusive" and "no effect" in why
+    assert V.verdict(dict(kind="none", reason="not run"), True) == ("not addressed", "not run")
+
+
+def test_not_like_for_like_is_never_not_reproduced():
+    for lo, hi in ((0, 1), (5, 6), (np.inf, np.inf)):
+        for paper in (-1, 0.5, 3, np.inf):
+            for seeds in (1, 5, 40):
+                assert V.verdict(interval(paper, lo, hi, seeds), False)[0] != "not reproduced"
+    for p in (0.001, 0.5, 1.0):
+        for q in (0.001, 0.5, 1.0):
+            assert V.verdict(ordering(p, q), False)[0] != "not reproduced"
+
+
+def made_up_runs(tmp_path):
+    """reproduction/ with two copies: 'fast' (seeds groking at 1000-1400) and 'slow' (5000-
+    5400), each a folder per seed (the loader below reads them from memory)."""
+    runs = {}
+    step = np.arange(0, 10001, 100)
+    for copy, start in (("fast", 1000), ("slow", 5000)):
+        os.makedirs(tmp_path / copy)
+        for seed in range(5):
+            cross = start + 100 * seed
+            m = dict(step=step, test_loss=np.where(step < cross, 1.0, 0.001),
+                     test_acc=np.where(step < cross, 0.1, 1.0))
+            runs.setdefault(str(tmp_path / copy), {})[f"s{seed}"] = (Config(seed=seed), m, {})
+    return lambda root, analysed=False, keep=lambda c: True: {
+        k: v for k, v in runs[root].items() if keep(v[0])}
+
+
+def test_table_on_made_up_runs(tmp_path, monkeypatch):
+    monkeypatch.setattr(V, "REPRO", str(tmp_path))
+    load = made_up_runs(tmp_path)
+    step = lambda m, r: V.grok_step(m)
+    row = lambda claim, test, like=True: dict(paper="P", claim=claim, value="-", source="S",
+                                              runs="-", statistic="-", like=like, differs="-",
+                                              section="grids", test=test)
+    made = [row("fast at 1400", V.crossing(V.Runs("fast"), 1400)),
+            row("fast at 3000", V.crossing(V.Runs("fast"), 3000)),
+            row("fast before slow", V.order([V.Runs("fast"), V.Runs("slow")], step)),
+            row("slow before fast", V.order([V.Runs("slow"), V.Runs("fast")], step)),
+            row("slow before fast, unlike", V.order([V.Runs("slow"), V.Runs("fast")], step),
+                like=False),
+            row("every seed groks", V.signs(V.Runs("slow"), lambda m, r: step(m, r) is not None)),
+            row("a copy not committed", V.crossing(V.Runs("absent"), 100)),
+            row("no run kept", V.crossing(V.Runs("fast", lambda c: c.seed > 9), 100))]
+    done = V.evaluate(load, made)
+    got = {c["claim"]: (v, res) for c, res, v, _ in done}
+    # the seed-mean curve of the five crosses when the last seed does: 1400, in every draw at most
+    assert got["fast at 1400"][1]["ours"] == 1400 and got["fast at 1400"][0] == "reproduced"
+    assert got["fast at 3000"][0] == "inconclusive"  # outside, but 5 seeds < MIN_SEEDS
+    assert got["fast before slow"][0] == "reproduced"
+    assert got["fast before slow"][1]["p"] == pytest.approx(1 / 252)  # one split of 10 in 252
+    assert got["slow before fast"][0] == "not reproduced"
+    assert got["slow before fast, unlike"][0] == "inconclusive"
+    assert got["every seed groks"][0] == "reproduced"  # 5 of 5: p 1/32
+    assert got["a copy not committed"][0] == "not addressed"
+    assert "reproduction/absent is not committed" in got["a copy not committed"][1]["reason"]
+    assert got["no run kept"][0] == "not addressed"
+    table = V.table(done)
+    lines = table.splitlines()
+    assert len(lines) == 2 + len(made)  # header, rule line, a row a claim
+    assert "| P | fast at 1400 |" in lines[2] and "1400 [" in lines[2]
+    assert "**reproduced**" in lines[2] and "`python experiments/claims.py grids`" in lines[2]
+    assert "p 0.00397" in lines[4]
+    rows = V.forest_rows(done)
+    assert [r[0] for r in rows] == ["P: fast at 1400", "P: fast at 3000"]
+    plots.forest(str(tmp_path / "verdicts.png"), rows)
+    assert os.path.getsize(tmp_path / "verdicts.png") > 0
+
+
+def test_reproduction_md_shows_what_the_command_prints():
+    block = V.doc_block()
+    assert block is not None, f"REPRODUCTION.md has no {V.BEGIN} ... {V.END} block"
+    printed = V.report(V.evaluate(claims.load))
+    assert block == printed, ("REPRODUCTION.md's verdict table differs from `python "
+                              "experiments/claims.py verdicts`; `python experiments/verdicts.py "
+                              "--write` puts the printed one in")
