@@ -54,6 +54,16 @@ def mann_whitney(x, y, alternative="two-sided"):
     return U, p
 
 
+def rank_corr_test(x, y):
+    """One-sided p that Spearman's correlation is this low or lower if y's order were random:
+    exact over every permutation of y up to 8 points, else normal (sd 1 / sqrt(n - 1))."""
+    r, n = rank_corr(x, y), len(x)
+    if n <= 8:
+        rs = np.array([rank_corr(x, p) for p in itertools.permutations(y)])
+        return r, float(np.mean(rs <= r + 1e-9))
+    return r, math.erfc(-r * math.sqrt(n - 1) / math.sqrt(2)) / 2
+
+
 def fisher_exact(a, n1, b, n2):
     """Two-sided Fisher exact p that a of n1 and b of n2 share one rate (margins fixed)."""
     k, n = a + b, n1 + n2

@@ -22,6 +22,18 @@ def test_rank_corr():
     assert S.rank_corr([1, 2, 3, 4], [2, 1, 4, 3]) == pytest.approx(0.6)  # 1 - 6*4/(4*15)
 
 
+def test_rank_corr_test_counts_the_permutations():
+    x = [1, 2, 3, 4]
+    assert S.rank_corr_test(x, [4, 3, 2, 1]) == (pytest.approx(-1.0), pytest.approx(1 / 24))
+    assert S.rank_corr_test(x, [1, 2, 3, 4])[1] == pytest.approx(1.0)
+    # [3, 4, 2, 1]: rho -0.8 (sum d^2 = 18); the orders with rho <= -0.8 have sum d^2 >= 18
+    want = np.mean([sum((a - b) ** 2 for a, b in zip(x, p)) >= 18
+                    for p in itertools.permutations(x)])
+    assert S.rank_corr_test(x, [3, 4, 2, 1])[1] == pytest.approx(want)
+    r, p = S.rank_corr_test(list(range(30)), list(range(30))[::-1])  # normal approximation
+    assert r == pytest.approx(-1.0) and p < 1e-6
+
+
 def test_mann_whitney_by_its_definition():
     rng = np.random.default_rng(0)
     for n1, n2 in ((5, 5), (4, 7), (40, 35)):  # exact, exact, normal approximation

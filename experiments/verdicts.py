@@ -170,15 +170,16 @@ def curve_at_crossing(group, key, paper, paper_seeds=5):
     return test
 
 
-def order(groups, per_seed, paper_larger=False, names=None):
-    """The paper's ordering of groups (named) by a per-seed statistic per_seed(m, r) (None:
-    never, after every value): each group's values below the next's (paper_larger: above). A
-    chain holds when every link does: p the largest of the links' one-sided p, the opposite the
-    smallest."""
+def order(groups, per_seed, paper_larger=False, names=None, never=True):
+    """The paper's ordering of groups (named) by a per-seed statistic per_seed(m, r): each
+    group's values below the next's (paper_larger: above). None is a step never reached (after
+    every value) or, never=False, a seed without the statistic (left out). A chain holds when
+    every link does: p the largest of the links' one-sided p, the opposite the smallest."""
     def test(load):
         vals = []
         for g in groups:
-            vals.append([per_seed(m, r) for _, m, r in g.get(load)])
+            v = [per_seed(m, r) for _, m, r in g.get(load)]
+            vals.append(v if never else [x for x in v if x is not None])
         side = ("greater", "less") if paper_larger else ("less", "greater")
         links = []
         for x, y in zip(vals, vals[1:]):
@@ -204,6 +205,19 @@ def signs(group, per_seed):
         return dict(kind="order", p=stats.sign_test(wins, losses, "greater"),
                     p_opposite=stats.sign_test(losses, wins, "greater"),
                     share=wins / max(1, wins + losses), test="sign", seeds=[wins + losses])
+    return test
+
+
+def trend(group, x, per_seed, paper_sign=-1):
+    """The paper's trend of a per-run statistic per_seed(m, r) along x(cfg) (paper_sign -1:
+    falling): Spearman's correlation, one-sided permutation test (stats.rank_corr_test)."""
+    def test(load):
+        runs = group.get(load)
+        xs = [x(c) for c, _, _ in runs]
+        ys = [paper_sign * -per_seed(m, r) for _, m, r in runs]  # the paper's way: falling
+        r, p = stats.rank_corr_test(xs, ys)
+        return dict(kind="order", p=p, p_opposite=stats.rank_corr_test(xs, [-y for y in ys])[1],
+                    share=None, test="trend", seeds=[len(runs)], rho=paper_sign * -r)
     return test
 
 
@@ -235,6 +249,8 @@ def verdict(res, like):
         if like:
             return "not reproduced", f"the opposite ordering at p {res['p_opposite']:.3g}{against}"
         return "inconclusive", f"the opposite ordering{against}, not like for like"
+    if res["share"] is None:
+        return "inconclusive", f"neither way at p < {ALPHA}"
     n = stats.seeds_to_decide(res["share"], res["test"])
     unit = "seeds" if res["test"] == "sign" else "seeds a side"
     return "inconclusive", (f"~{n} {unit} would decide{where}" if n else
@@ -362,6 +378,27 @@ def optimization_claims():
                                    for a in (1, 1.25, 1.5)) + ")", section="grids",
         test=order([Runs("singh_grids", singh(alpha=a)) for a in (1.0, 1.25, 1.5)],
                    lambda m, r: grok_step(m), names=["alpha 1", "alpha 1.25", "alpha 1.5"])))
+    rows.append(dict(
+        paper=SINGH_PAPER, claim="a higher lr with lr x wd fixed keeps a larger update norm "
+                                 "(Fig. 4b)",
+        value="8.1e-3 / 1.1e-2 / 1.5e-2 / 1.7e-2", source="data/lr_update_norm.csv, median "
+        "over steps 3000-3999 (7ea0e10)", runs="singh_grids, 5 seeds a point",
+        statistic="per-seed median update norm over steps 3000-3999, each lr below the next "
+                  "higher", like=True, differs="like for like: " + SPLIT + "; runs stop 1000 "
+        "steps after they generalize, so a window may be part-filled", section="grids",
+        test=order([Runs("singh_grids", singh(lr=lr, wd=wd)) for lr, wd in lrs],
+                   median_update_norm(3000, 4000), names=[f"lr {lr:g}" for lr, _ in lrs],
+                   never=False)))
+    rows.append(dict(
+        paper=SINGH_PAPER, claim="with lr / alpha^2 a smaller alpha keeps a larger update norm "
+                                 "(Fig. 5b)",
+        value="6.5e-2 / 2.6e-2 / 2.2e-2", source="data/lazy_update_norm.csv, median over "
+        "steps 1000-1999 (7ea0e10)", runs="singh_grids, 5 seeds a point",
+        statistic="per-seed median update norm over steps 1000-1999, alpha 0.5 above 0.75 "
+                  "above 1", like=True, differs="like for like: " + SPLIT, section="grids",
+        test=order(alphas(lambda a: 1e-3 / a ** 2), median_update_norm(1000, 2000),
+                   paper_larger=True, names=["alpha 0.5", "alpha 0.75", "alpha 1"],
+                   never=False)))
     eps0 = SINGH[0.0, "kaiming"]
     for a, lr in ((0.5, 1e-3), (0.75, 1e-3), (1.25, 1e-3), (1.5, 1e-3), (0.5, 4e-3),
                   (0.75, 1e-3 / 0.75 ** 2)):
@@ -373,6 +410,15 @@ def optimization_claims():
                          "step of their released eps 0 curves (appendix)",
                          differs="like for like: " + SPLIT + ", their eps 0 and Kaiming init"))
     return rows
+
+
+def median_update_norm(start, end):
+    """The median update norm over steps [start, end), None: the run logged none there."""
+    def f(m, r):
+        v = m["update_norm"][(m["step"] >= start) & (m["step"] < end)]
+        v = v[np.isfinite(v)]
+        return float(np.median(v)) if len(v) else None
+    return f
 
 
 def after_grok(key, f):
@@ -402,7 +448,7 @@ def measure_claims():
         section="placements",
         test=order([Runs(PLACE, field(ln="off")),
                     Runs(PLACE, lambda c: c.ln in ("pre", "mlp-pre"))],
-                   after_grok("train_loss", np.max)))]
+                   after_grok("train_loss", np.max), never=False))]
     rows.append(dict(
         paper=SINGH_PAPER,
         claim="Fourier features (C_Fourier) emerge sooner in placements that generalize sooner "
@@ -414,7 +460,7 @@ def measure_claims():
         "(1000: every placement before its generalization)", section="placement_measures",
         test=order([meas(ln) for ln in ("mlp-pre", "pre", "attn-pre", "off")],
                    lambda m, r: at_step(r, "c_fourier", 1000), paper_larger=True,
-                   names=["M", "M+A*", "A*", "No LN"])))
+                   names=["M", "M+A*", "A*", "No LN"], never=False)))
     for ln in ("attn-pre-qk",):
         rows.append(dict(
             paper=SINGH_PAPER, claim="LN on q/k lowers attention entropy: A^qk lowest (Fig. 3c)",
@@ -424,7 +470,7 @@ def measure_claims():
                       "against each other placement", like=True,
             differs="like for like: their split and definition", section="early",
             test=order([meas(ln), Runs(PLACE, lambda c: c.ln != "attn-pre-qk", analysed=True)],
-                       lambda m, r: at_step(r, "attn_entropy", 1000))))
+                       lambda m, r: at_step(r, "attn_entropy", 1000), never=False)))
     rows.append(dict(
         paper=SINGH_PAPER, claim="A^qk's attention entropy at step 1000 is the paper's (Fig. 3c)",
         value=SINGH_CURVES["attn_entropy", "attn-pre-qk"][0],
@@ -462,7 +508,7 @@ def measure_claims():
         like=True, differs="like for like: their split and R(Z); per seed, where their numbers "
         "are of the mean curve", section="compressibility_wd",
         test=order(wd_runs, at_grok("rank"), paper_larger=True,
-                   names=["wd 0.75", "wd 1", "wd 1.5"])))
+                   names=["wd 0.75", "wd 1", "wd 1.5"], never=False)))
     for wd, g in ((0.75, wd_runs[0]), (1.5, wd_runs[2])):
         rows.append(dict(
             paper=SINGH_PAPER, claim=f"wd {wd:g}: R(Z) at generalization is the paper's",
@@ -545,6 +591,17 @@ def nanda_claims():
         test=order([nanda(frac=f, wd=1.0) for f in (0.7, 0.5, 0.3)],
                    lambda m, r: grok_step(m), names=["frac 0.7", "frac 0.5", "frac 0.3"])))
     rows.append(dict(
+        paper=NANDA, claim="their fraction sweep: steps to test loss 0.01 fall as the training "
+                           "fraction grows",
+        value="8258 / 3324 / 1109 / 556 / 343 / 439 / 387", source="their released "
+        "mod_addition_frac_train_sweep.pth, frac 0.3-0.9, one run each (conventions.md)",
+        runs="nanda_fractions + nanda_cleanup, seed 0",
+        statistic="Spearman's correlation of the fraction and the step, one-sided permutation "
+                  "test", like=True, differs="like for like: their split; one seed a fraction "
+        "as theirs, not their seeds", section="fractions",
+        test=trend(Runs(["nanda_cleanup", "nanda_fractions"], field(seed=0)),
+                   lambda c: c.frac, lambda m, r: grok_step(m))))
+    rows.append(dict(
         paper=NANDA, claim="wd 0.1 groks at epoch 98730 (their released run)", value=98730,
         source="saved_runs/wd_10-1_mod_addition_loss_curve.pth", runs="nanda_wd, seed 1",
         statistic="first step with test loss <= 0.01", like=True,
@@ -591,7 +648,22 @@ def gu_claims():
                   "wd 0",
         like=False, differs=GU_SET + "; the spread is our reading (their code has no measure)",
         section="gu_setting",
-        test=order([gu(one(wd=1.0, frac=0.3)), gu(one(wd=0.0, frac=0.3))], spread)))
+        test=order([gu(one(wd=1.0, frac=0.3)), gu(one(wd=0.0, frac=0.3))], spread,
+                   never=False)))
+    hole_kept = lambda m, r: float(r["hole_acc"][-1]) < 0.5
+    for label, keep in (
+            ("their squares k = 40 / 50 / 60 / 67", field(split="square", model="transformer")),
+            ("their strips k = 40 / 50 / 60 / 67 (second operand offset by 60)",
+             lambda c: c.split == "strip" and c.b_offset == 60),
+            ("their DNN, square k = 70", field(model="mlp", split="square")),
+            ("their DNN, strip k = 35 (one vocabulary, as their code)",
+             field(model="mlp", split="strip"))):
+        rows.append(dict(
+            paper=GU, claim=f"a dug-out region is not learned, capping test accuracy: {label}",
+            value="not learned", source="Fig. 3; insight (ii)", runs="gu_setting, analysed",
+            statistic="per run: accuracy in the region at the end below 0.5", like=True,
+            differs="like for like: " + GU_SET, section="gu_setting",
+            test=signs(gu(keep), hole_kept)))
     share_below = lambda m, r: None if acc_step(m, 0.9) is None else float(
         np.mean(m["test_acc"][m["step"] > 5000] < 0.9))
     rows.append(dict(
@@ -600,7 +672,13 @@ def gu_claims():
         statistic="per seed: share of evaluations after step 5000 below test accuracy 0.9",
         like=True, differs="like for like: " + GU_SET, section="gu_setting",
         test=order([gu(one(n_layers=1, frac=0.5, p=97)), gu(one(n_layers=2, frac=0.5, p=97))],
-                   share_below)))
+                   share_below, never=False)))
+    rows.append(dict(
+        paper=GU, claim="a^2+ab+b^2: the test pairs answered do not grow with the fraction "
+                        "(Fig. 4)", value="-", source="Fig. 4", runs="-", statistic="-",
+        like=False, differs="-", section=None,
+        test=not_addressed("its runs (runs/gu) are not committed: reproduction/gu holds their "
+                           "summary only")))
     return rows
 
 
@@ -682,6 +760,23 @@ def prieto_claims():
              differs="like for like: their Fig. 1 setting and 80k", section="prieto",
              test=signs(fig1(loss="ce", loss_dtype="float64"),
                         lambda m, r: float(np.max(m["test_acc"])) < 0.1)),
+        dict(paper=PRIETO, claim="at frac 0.7 a float32 softmax ends below float64 in test "
+                                 "accuracy (Fig. 2)",
+             value="float32 below", source="Fig. 2", runs="prieto_fig2, 3 seeds a side",
+             statistic="per-seed best test accuracy, float32 below float64", like=True,
+             differs="like for like: their Fig. 2 setting (lr 5e-4, 20k)", section="collapse",
+             test=order([Runs("prieto_fig2", field(frac=0.7, loss_dtype=d)) for d in
+                         ("float32", "float64")], lambda m, r: float(np.max(m["test_acc"])),
+                        never=False)),
+        dict(paper=PRIETO, claim="⊥AdamW groks without weight decay where AdamW does not "
+                                 "(on M+A*, the fair comparison)",
+             value="⊥AdamW first", source="Sec. 4", runs="interventions_pre, 5 seeds a side",
+             statistic="per-seed step to test accuracy 0.95, ⊥AdamW at wd 0 against AdamW at "
+                       "wd 0", like=False, differs="this project's model (M+A*), not theirs",
+             section="interventions",
+             test=order([Runs("interventions_pre", field(wd=0.0, orthograd=True)),
+                         Runs("interventions_pre", field(wd=0.0, orthograd=False))],
+                        lambda m, r: acc_step(m))),
         dict(paper=PRIETO, claim="StableMax groks without weight decay by ~80k epochs (Fig. 1b)",
              value="yes", source="Fig. 1b", runs=FIG1,
              statistic="per seed: test accuracy 0.95 reached within 80k", like=True,
@@ -739,6 +834,10 @@ def issue72_claims():
             "only alpha 0.5 and 0.75 of that loop are committed"),
            (NANDA, "dropout groks, L1 does not, a float32 loss makes slingshots (appendix D)",
             "the runs (nanda_regularizers) are not committed"),
+           (SINGH_PAPER, "with lr fixed the update norms of different alpha stay comparable "
+                         "(Fig. 5d)", "a claim of equality: a rank test cannot show it"),
+           (ALQ, "a ratio of 10 balances the curvature of the embedding and the next layer",
+            "the top eigenvalues are cached beside the runs (hessian.json), not read here"),
            (SINGH_PAPER, "the placement order with 3 layers of width 64, and with RMSNorm "
                          "(appendix)", "their numbers are not released (figures only); the "
                                        "committed runs lack M (3 layers) and A* (RMSNorm)")]
