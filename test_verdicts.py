@@ -123,6 +123,21 @@ def test_table_on_made_up_runs(tmp_path, monkeypatch):
     assert os.path.getsize(tmp_path / "verdicts.png") > 0
 
 
+def test_calibration_of_identical_seeds_holds_every_time(tmp_path, monkeypatch):
+    """Seeds that all cross at one step: every interval is that step, so it always holds."""
+    monkeypatch.setattr(V, "REPRO", str(tmp_path))
+    step = np.arange(0, 10001, 100)
+    m = dict(step=step, test_loss=np.where(step < 3000, 1.0, 0.001))
+    runs = {}
+    for copy, seeds in (("ln_placements_singh", range(5)), ("seed_coupling", range(5, 12))):
+        os.makedirs(tmp_path / copy)
+        runs[str(tmp_path / copy)] = {s: (Config(ln="off", split_rng="singh", seed=s), m, {})
+                                      for s in seeds}
+    load = lambda root, analysed=False, keep=lambda c: True: {
+        k: v for k, v in runs[root].items() if keep(v[0])}
+    assert V.calibrate(load, ours=(5, 7, 8), trials=5, resamples=50) == {5: 1.0, 7: 1.0}
+
+
 def test_reproduction_md_shows_what_the_command_prints():
     block = V.doc_block()
     assert block is not None, f"REPRODUCTION.md has no {V.BEGIN} ... {V.END} block"

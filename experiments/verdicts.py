@@ -6,6 +6,7 @@ run copies in reproduction/, with a 90% bootstrap interval over seeds or a one-s
 
     python experiments/claims.py verdicts   # the table, the rule, reproduction/verdicts.png
     python experiments/verdicts.py --write  # the same table into REPRODUCTION.md
+    python experiments/verdicts.py --calibrate   # how often our intervals hold a 5-seed statistic
 
 REPRODUCTION.md opens with this table (between its verdicts markers; test_verdicts.py fails when
 the two differ). A claim reads copies only, never runs/: the table is what the repository holds.
@@ -31,6 +32,7 @@ DOC = os.path.join(HERE, "REPRODUCTION.md")
 BEGIN, END = "<!-- verdicts:begin -->", "<!-- verdicts:end -->"
 ALPHA = 0.05       # one-sided significance of an ordering
 MIN_SEEDS = 20     # an interval of fewer seeds is too narrow to call a paper's number outside it
+CALIBRATION_TRIALS = 200  # random splits of No LN's seeds that --calibrate tries
 
 RULE = f"""The rule, the same for positive and negative results.
 A number: the paper's statistic computed on as many of our seeds as the paper used, drawn from
@@ -40,7 +42,8 @@ of one run is set against one seed's spread. **reproduced** when the paper's num
 interval; **not reproduced** when it lies outside, the comparison is like for like (the same
 statistic, grid, split and budget) and the interval rests on at least {MIN_SEEDS} of our seeds
 (drawn from fewer it is too narrow: the seed-mean crossing acts like a maximum over seeds, which
-no resample of them exceeds); else **inconclusive**.
+no resample of them exceeds; `python experiments/verdicts.py --calibrate` measures how often it
+holds a 5-seed statistic of the same runs); else **inconclusive**.
 An ordering, or a sign every seed should show: a one-sided rank test over seeds (Mann-Whitney U;
 a chain holds when each link does, p the largest of the links'; a sign: the sign test).
 **reproduced** when the paper's ordering holds at p < {ALPHA}; **not reproduced** when the
@@ -936,9 +939,38 @@ def doc_block(path=DOC):
     return doc.split(BEGIN, 1)[1].split(END, 1)[0].lstrip("\n")
 
 
-if __name__ == "__main__":  # python experiments/verdicts.py --write: the table into the document
-    if sys.argv[1:] != ["--write"]:
-        sys.exit("usage: python experiments/verdicts.py --write  (prints nothing; rewrites the "
-                 "verdicts block of REPRODUCTION.md)")
+def calibrate(load, ours=(5, 10, 15, 20), theirs=5, trials=CALIBRATION_TRIALS, resamples=1000):
+    """How often our interval holds the paper's statistic when the paper's runs are ours: No LN's
+    seeds on their split, split at random into `n` of ours and `theirs` held out, the interval of
+    the seed-mean crossing from our n (resamples of `theirs` seeds) against the held-out seeds'
+    crossing. -> {n: the share of trials inside}."""
+    runs = [(None, c, m, r) for c, m, r in placement("off").get(load)]
+    step, curves = A.seed_curves(runs)
+    keep = step <= 10000
+    step, curves = step[keep], curves[:, keep]
+    rng, out = np.random.default_rng(stats.RNG_SEED), {}
+    for n in (n for n in ours if n + theirs <= len(curves)):
+        inside = 0
+        for t in range(trials):
+            pick = rng.permutation(len(curves))
+            lo, hi = stats.crossing_interval(step, curves[pick[:n]], size=theirs,
+                                             resamples=resamples, seed=t)
+            inside += lo <= stats.crossing_step(step, curves[pick[n:n + theirs]]) <= hi
+        out[n] = inside / trials
+    return out
+
+
+if __name__ == "__main__":
     from claims import load
-    write_doc(report(evaluate(load)))
+    if sys.argv[1:] == ["--write"]:  # the table into the document
+        write_doc(report(evaluate(load)))
+    elif sys.argv[1:] == ["--calibrate"]:
+        for n, share in calibrate(load).items():
+            print(f"No LN on their split, {n} seeds of ours: the {stats.LEVEL:.0%} interval holds "
+                  f"the held-out 5 seeds' seed-mean crossing in {share:.0%} of "
+                  f"{CALIBRATION_TRIALS} splits")
+    else:
+        sys.exit("usage: python experiments/verdicts.py --write | --calibrate\n"
+                 "  --write: put the verdict table into REPRODUCTION.md\n"
+                 "  --calibrate: how often an interval of n of our seeds holds a 5-seed "
+                 "statistic of the others")
