@@ -67,8 +67,8 @@ def test_not_like_for_like_is_never_not_reproduced():
 
 
 def made_up_runs(tmp_path):
-    """reproduction/ with two copies: 'fast' (seeds groking at 1000-1400) and 'slow' (5000-
-    5400), each a folder per seed (the loader below reads them from memory)."""
+    """reproduction/ with copies 'fast' (seeds groking at 1000-1400), 'slow' (5000-5400) and
+    'short' (one run stopped early), each a folder (the loader below reads them from memory)."""
     runs = {}
     step = np.arange(0, 10001, 100)
     for copy, start in (("fast", 1000), ("slow", 5000)):
@@ -78,6 +78,9 @@ def made_up_runs(tmp_path):
             m = dict(step=step, test_loss=np.where(step < cross, 1.0, 0.001),
                      test_acc=np.where(step < cross, 0.1, 1.0))
             runs.setdefault(str(tmp_path / copy), {})[f"s{seed}"] = (Config(seed=seed), m, {})
+    os.makedirs(tmp_path / "short")  # a run stopped at step 3000 of 10000, short of 0.01
+    cut = dict(step=step[:31], test_loss=np.ones(31), test_acc=np.zeros(31))
+    runs[str(tmp_path / "short")] = {"s0": (Config(seed=0, steps=10000), cut, {})}
     return lambda root, analysed=False, keep=lambda c: True: {
         k: v for k, v in runs[root].items() if keep(v[0])}
 
@@ -97,7 +100,8 @@ def test_table_on_made_up_runs(tmp_path, monkeypatch):
                 like=False),
             row("every seed groks", V.signs(V.Runs("slow"), lambda m, r: step(m, r) is not None)),
             row("a copy not committed", V.crossing(V.Runs("absent"), 100)),
-            row("no run kept", V.crossing(V.Runs("fast", lambda c: c.seed > 9), 100))]
+            row("no run kept", V.crossing(V.Runs("fast", lambda c: c.seed > 9), 100)),
+            row("a run stopped short", V.crossing(V.Runs("short"), 100))]
     done = V.evaluate(load, made)
     got = {c["claim"]: (v, res) for c, res, v, _ in done}
     # the seed-mean curve of the five crosses when the last seed does: 1400, in every draw at most
@@ -111,6 +115,8 @@ def test_table_on_made_up_runs(tmp_path, monkeypatch):
     assert got["a copy not committed"][0] == "not addressed"
     assert "reproduction/absent is not committed" in got["a copy not committed"][1]["reason"]
     assert got["no run kept"][0] == "not addressed"
+    assert got["a run stopped short"][0] == "not addressed"  # never there, but stopped early
+    assert "seeds [0] stopped before their budget" in got["a run stopped short"][1]["reason"]
     table = V.table(done)
     lines = table.splitlines()
     assert len(lines) == 2 + len(made)  # header, rule line, a row a claim

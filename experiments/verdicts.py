@@ -103,10 +103,12 @@ class Missing(Exception):
 
 
 class Runs:
-    """One group of runs: the copy reproduction/<copy> (several: a list), the runs kept."""
-    def __init__(self, copies, keep=lambda c: True, analysed=False):
+    """One group of runs: the copy reproduction/<copy> (several: a list), the runs kept. A run
+    that stopped short of its budget without generalizing makes the group Missing, unless
+    partial (a claim that reads what such runs did so far)."""
+    def __init__(self, copies, keep=lambda c: True, analysed=False, partial=False):
         self.copies = [copies] if isinstance(copies, str) else copies
-        self.keep, self.analysed = keep, analysed
+        self.keep, self.analysed, self.partial = keep, analysed, partial
 
     def get(self, load):
         """[(cfg, metrics, analysis)] by copy, then seed; load: claims.load."""
@@ -115,8 +117,12 @@ class Runs:
             root = os.path.join(REPRO, copy)
             if not os.path.isdir(root):
                 raise Missing(f"reproduction/{copy} is not committed")
-            done = load(root, self.analysed, self.keep)
-            out += sorted(done.values(), key=lambda x: x[0].seed)
+            done = sorted(load(root, self.analysed, self.keep).values(), key=lambda x: x[0].seed)
+            short = [c.seed for c, m, _ in done if grok_step(m) is None and m["step"][-1] < c.steps]
+            if short and not self.partial:  # a step never reached might yet be
+                raise Missing(f"reproduction/{copy}: seeds {short} stopped before their budget "
+                              "(--resume)")
+            out += done
         if not out:
             raise Missing(f"its runs are not in reproduction/{' + '.join(self.copies)}")
         return out
@@ -625,7 +631,7 @@ def med_tracks(m, r):
 
 
 def gu_claims():
-    gu = lambda keep: Runs("gu_setting", keep, analysed=True)
+    gu = lambda keep, partial=False: Runs("gu_setting", keep, analysed=True, partial=partial)
     one = lambda **kw: field(model="transformer", split="random", **kw)
     rows = []
     for label, keep, like in (
@@ -642,7 +648,7 @@ def gu_claims():
             statistic="per run: the rank correlation of MED and test loss over the checkpoints "
                       "is positive",
             like=like, differs=("like for like: " if like else "") + GU_SET, section="gu_setting",
-            test=signs(gu(keep), med_tracks)))
+            test=signs(gu(keep, partial=not like), med_tracks)))
     spread = lambda m, r: float(r["norm_spread"][-1])
     rows.append(dict(
         paper=GU, claim="weight decay drives the tokens to uniformity", value="wd 1 more uniform",
