@@ -127,9 +127,11 @@ def crossing_step(step, curves, threshold=GROK):
 
 def percentile_interval(values, level=LEVEL):
     """The (1 - level) / 2 and (1 + level) / 2 quantiles, each a value of the sample (np.inf
-    kept: a share of resamples that never cross puts the upper end at np.inf)."""
-    return tuple(float(q) for q in np.quantile(as_values(values), [(1 - level) / 2,
-                                                                    (1 + level) / 2],
+    kept: a share of resamples that never cross puts the upper end at np.inf; NaN, a statistic
+    a resample does not have, left out)."""
+    v = as_values(values)
+    return tuple(float(q) for q in np.quantile(v[~np.isnan(v)], [(1 - level) / 2,
+                                                                  (1 + level) / 2],
                                                method="inverted_cdf"))
 
 

@@ -159,3 +159,4 @@ def test_mean_interval_equals_the_enumeration_of_every_resample():
     assert exact_interval(lambda i: np.median(v[i]), 3, 3) == (0.0, 2.0)
     assert S.mean_interval([7.0] * 4) == (7.0, 7.0)
     assert S.mean_interval([1.0, None, 3.0])[1] == np.inf  # None: never, as np.inf
+    assert S.percentile_interval([np.nan, 2.0, np.nan, 2.0]) == (2.0, 2.0)  # NaN left out

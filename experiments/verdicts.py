@@ -64,18 +64,9 @@ def acc_step(m, acc=0.95):
     return first_below(m["step"], -m["test_acc"], -acc)
 
 
-def train_fit_step(m):
-    return first_below(m["step"], m["train_loss"])
-
-
-def at_step(r, key, step):
-    """An analysis curve at `step` (linear between checkpoints), None: past its end."""
-    return A.at(r, key, step)
-
-
 def at_grok(key):
     """An analysis measure at the run's own first test loss <= 0.01, None: never."""
-    return lambda m, r: None if grok_step(m) is None else at_step(r, key, grok_step(m))
+    return lambda m, r: None if grok_step(m) is None else A.at(r, key, grok_step(m))
 
 
 # ---------------------------------------------------------------- runs
@@ -167,13 +158,10 @@ def curve_at_crossing(group, key, paper, paper_seeds=5):
         grid = max((r["step"] for *_, r in runs), key=len)
         curves = np.array([np.interp(grid, r["step"], r[key]) for *_, r in runs])
 
-        def stat(i):
+        def stat(i):  # NaN: these seeds' mean curve never crosses
             s = stats.crossing_step(step, loss[i])
             return np.nan if s == np.inf else float(np.interp(s, grid, curves[i].mean(0)))
-        draws = np.random.default_rng(stats.RNG_SEED).integers(0, len(runs),
-                                                               (stats.RESAMPLES, paper_seeds))
-        v = np.array([stat(i) for i in draws])
-        lo, hi = stats.percentile_interval(v[~np.isnan(v)])
+        lo, hi = stats.bootstrap(stat, len(runs), paper_seeds)
         return dict(kind="interval", ours=stat(np.arange(len(runs))), lo=lo, hi=hi, paper=paper,
                     seeds=[len(runs)], size=paper_seeds)
     return test
@@ -441,7 +429,7 @@ def falls_when_groks(m, r, key="sr_train", after=1000):
     g = grok_step(m)
     if g is None or r["step"][-1] < g + after:
         return None
-    return at_step(r, key, g + after) < float(np.max(r[key][r["step"] <= g]))
+    return A.at(r, key, g + after) < float(np.max(r[key][r["step"] <= g]))
 
 
 def measure_claims():
@@ -452,7 +440,7 @@ def measure_claims():
         value="slingshots in M, M+A*", source="Fig. 2a caption",
         runs="ln_placements_singh, 5 seeds each",
         statistic="per-seed max train loss in the 1000 steps after test acc 0.9: M and M+A* "
-                  "(each) above No LN",
+                  "(pooled) above No LN",
         like=False, differs="a slingshot is the paper's word, the statistic ours",
         section="placements",
         test=order([Runs(PLACE, field(ln="off")),
@@ -468,18 +456,18 @@ def measure_claims():
         like=True, differs="like for like: their split and C_Fourier; the paper names no step "
         "(1000: every placement before its generalization)", section="placement_measures",
         test=order([meas(ln) for ln in ("mlp-pre", "pre", "attn-pre", "off")],
-                   lambda m, r: at_step(r, "c_fourier", 1000), paper_larger=True,
+                   lambda m, r: A.at(r, "c_fourier", 1000), paper_larger=True,
                    names=["M", "M+A*", "A*", "No LN"], never=False)))
-    for ln in ("attn-pre-qk",):
-        rows.append(dict(
-            paper=SINGH_PAPER, claim="LN on q/k lowers attention entropy: A^qk lowest (Fig. 3c)",
-            value="A^qk below the six others", source="Fig. 3c",
-            runs="ln_placements_singh, 5 seeds each, analysed",
-            statistic="per-seed attention entropy (head-averaged weights) at step 1000, A^qk "
-                      "against each other placement", like=True,
-            differs="like for like: their split and definition", section="early",
-            test=order([meas(ln), Runs(PLACE, lambda c: c.ln != "attn-pre-qk", analysed=True)],
-                       lambda m, r: at_step(r, "attn_entropy", 1000), never=False)))
+    rows.append(dict(
+        paper=SINGH_PAPER, claim="LN on q/k lowers attention entropy: A^qk lowest (Fig. 3c)",
+        value="A^qk below the six others", source="Fig. 3c",
+        runs="ln_placements_singh, 5 seeds each, analysed",
+        statistic="per-seed attention entropy (head-averaged weights) at step 1000, A^qk "
+                  "against the six other placements pooled", like=True,
+        differs="like for like: their split and definition", section="early",
+        test=order([meas("attn-pre-qk"), Runs(PLACE, lambda c: c.ln != "attn-pre-qk",
+                                              analysed=True)],
+                   lambda m, r: A.at(r, "attn_entropy", 1000), never=False)))
     rows.append(dict(
         paper=SINGH_PAPER, claim="A^qk's attention entropy at step 1000 is the paper's (Fig. 3c)",
         value=SINGH_CURVES["attn_entropy", "attn-pre-qk"][0],
@@ -487,7 +475,7 @@ def measure_claims():
         statistic="5-seed mean attention entropy at step 1000", like=True,
         differs="like for like: their split and definition", section="early",
         label="attention entropy A^qk",
-        test=value(meas("attn-pre-qk"), lambda m, r: at_step(r, "attn_entropy", 1000),
+        test=value(meas("attn-pre-qk"), lambda m, r: A.at(r, "attn_entropy", 1000),
                    SINGH_CURVES["attn_entropy", "attn-pre-qk"][0], 5)))
     rows.append(dict(
         paper=SINGH_PAPER, claim="No LN's SR-train falls as it groks (Fig. 3a)",
@@ -874,7 +862,8 @@ def ours(res):
     if res["kind"] == "interval":
         return (f"{num(res['ours'])} [{num(res['lo'])}, {num(res['hi'])}]"
                 + ("" if res["size"] == res["seeds"][0] else f" ({res['size']}-seed draws)"))
-    return f"p {res['p']:.3g} (opposite {res['p_opposite']:.3g})"
+    rho = f"rho {res['rho']:.2f}, " if "rho" in res else ""
+    return f"{rho}p {res['p']:.3g} (opposite {res['p_opposite']:.3g})"
 
 
 def evaluate(load, claims=CLAIMS):
