@@ -861,7 +861,8 @@ def ours(res):
         return "-"
     if res["kind"] == "interval":
         return (f"{num(res['ours'])} [{num(res['lo'])}, {num(res['hi'])}]"
-                + ("" if res["size"] == res["seeds"][0] else f" ({res['size']}-seed draws)"))
+                + ("" if res["size"] == res["seeds"][0] else " (one seed's spread)"
+                   if res["size"] == 1 else f" ({res['size']}-seed draws)"))
     rho = f"rho {res['rho']:.2f}, " if "rho" in res else ""
     return f"{rho}p {res['p']:.3g} (opposite {res['p_opposite']:.3g})"
 
