@@ -794,7 +794,7 @@ def grokfast_claims():
                  value=v, source="their README", runs="grokfast_setting(_zen5)",
                  statistic="per seed: first step with test accuracy >= 0.95", like=False,
                  differs=like, section=None,
-                 command=GF_TABLE, label=f"Grokfast {name}",
+                 command=GF_TABLE, label=name,
                  test=value(gf(wd, filt), lambda m, r: acc_step(m), v))
             for name, wd, filt, v in (("EMA", 0.005, "ema", 910), ("MA", 0.01, "ma", 790),
                                       ("Adam baseline, wd 0", 0.0, "none", 39890))]
