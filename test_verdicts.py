@@ -123,6 +123,9 @@ def test_table_on_made_up_runs(tmp_path, monkeypatch):
     assert "| P | fast at 1400 |" in lines[2] and "1400 [" in lines[2]
     assert "**reproduced**" in lines[2] and "`python experiments/claims.py grids`" in lines[2]
     assert "p 0.00397" in lines[4]
+    reg = V.registry(made).splitlines()
+    assert len(reg) == 2 + len(made) and "| P | fast at 1400 | - | - | - |" in reg[2]
+    assert "| not like for like: - |" in reg[6]  # the row that is not like for like
     rows = V.forest_rows(done)
     assert [r[0] for r in rows] == ["P: fast at 1400", "P: fast at 3000"]
     plots.forest(str(tmp_path / "verdicts.png"), rows)

@@ -6,6 +6,7 @@ run copies in reproduction/, with a 90% bootstrap interval over seeds or a one-s
 
     python experiments/claims.py verdicts   # the table, the rule, reproduction/verdicts.png
     python experiments/verdicts.py --write  # the same table into REPRODUCTION.md
+    python experiments/verdicts.py --registry    # each claim's runs, statistic, like for like
     python experiments/verdicts.py --calibrate   # how often our intervals hold a 5-seed statistic
 
 REPRODUCTION.md opens with this table (between its verdicts markers; test_verdicts.py fails when
@@ -672,7 +673,7 @@ def gu_claims():
                    share_below, never=False)))
     rows.append(dict(
         paper=GU, claim="a^2+ab+b^2: the test pairs answered do not grow with the fraction "
-                        "(Fig. 4)", value="-", source="Fig. 4", runs="-", statistic="-",
+                        "(Fig. 4)", value="-", source="Fig. 4", runs=None, statistic="-",
         like=False, differs="-", section=None,
         test=not_addressed("its runs (runs/gu) are not committed: reproduction/gu holds their "
                            "summary only")))
@@ -838,7 +839,7 @@ def issue72_claims():
            (SINGH_PAPER, "the placement order with 3 layers of width 64, and with RMSNorm "
                          "(appendix)", "their numbers are not released (figures only); the "
                                        "committed runs lack M (3 layers) and A* (RMSNorm)")]
-    return [dict(paper=p, claim=c, value="-", source=None, runs="-", statistic="-", like=False,
+    return [dict(paper=p, claim=c, value="-", source=None, runs=None, statistic="-", like=False,
                  differs="-", section=None, test=not_addressed(r)) for p, c, r in why]
 
 
@@ -893,6 +894,15 @@ def table(done):
                      ours(res), " / ".join(map(str, res.get("seeds", []))) or "-",
                      f"**{v}**: {why}", cmd])
     return A.markdown(head, rows)
+
+
+def registry(claims=CLAIMS):
+    """What tests each claim: its runs, the statistic, what is like for like and what differs."""
+    return A.markdown(["paper", "claim", "runs (reproduction/)", "statistic",
+                       "like for like, and what differs"],
+                      [[c["paper"], c["claim"], c["runs"], c["statistic"],
+                        ("" if c["like"] else "not like for like: ") + c["differs"]]
+                       for c in claims if c["runs"]])  # None: no runs test it
 
 
 def report(done):
@@ -960,13 +970,16 @@ if __name__ == "__main__":
     from claims import load
     if sys.argv[1:] == ["--write"]:  # the table into the document
         write_doc(report(evaluate(load)))
+    elif sys.argv[1:] == ["--registry"]:
+        print(registry())
     elif sys.argv[1:] == ["--calibrate"]:
         for n, share in calibrate(load).items():
             print(f"No LN on their split, {n} seeds of ours: the {stats.LEVEL:.0%} interval holds "
                   f"the held-out 5 seeds' seed-mean crossing in {share:.0%} of "
                   f"{CALIBRATION_TRIALS} splits")
     else:
-        sys.exit("usage: python experiments/verdicts.py --write | --calibrate\n"
+        sys.exit("usage: python experiments/verdicts.py --write | --registry | --calibrate\n"
                  "  --write: put the verdict table into REPRODUCTION.md\n"
+                 "  --registry: each claim's runs, statistic and what is like for like\n"
                  "  --calibrate: how often an interval of n of our seeds holds a 5-seed "
                  "statistic of the others")
