@@ -4,6 +4,7 @@ Every table of REPRODUCTION.md, printed from the run folders that made it (a rea
     python experiments/claims.py             # every section whose runs are here
     python experiments/claims.py coupling    # one section (names: --help)
     python experiments/claims.py coupling reproduction/seed_coupling    # from that folder
+    python experiments/claims.py verdicts    # every claim's verdict (experiments/verdicts.py)
 
 A section reads its runs/ folder or, where that has none, the repository's copy in reproduction/
 (COPIES), else says which command makes it. Sections of analysed runs analyse them first
@@ -291,7 +292,8 @@ def cleanup(root):
             [str(int(s[i]))] + [f"{a[k][i]:.3g}" for k in cols[1:]] for i in at]))
 
 
-SECTIONS = {  # name: (REPRODUCTION.md's heading, folder, what makes it, printer)
+SECTIONS = {  # name: (REPRODUCTION.md's heading, folder (None: it reads the copies it needs),
+    # what makes it, printer)
     "placements": ("LN placements on their split, through the paper's 10k-step budget",
                    "runs/ln_placements",
                    "bash experiments/ln_placements.sh --list | bash", placements),
@@ -344,11 +346,11 @@ SECTIONS = {  # name: (REPRODUCTION.md's heading, folder, what makes it, printer
                "| bash", metrics_table.main),
     "interventions": ("Grokking accelerators", "runs/interventions",
                       "bash experiments/interventions.sh --list | bash", metrics_table.main),
-    "verdicts": ("Verdicts, claim by claim", None, "python experiments/claims.py verdicts",
-                 lambda root: verdicts.main(load)),
     "collapse": ("Softmax in float16, float32 and float64 (Prieto et al.'s Fig. 2)",
                  "runs/prieto_fig2", "bash experiments/interventions.sh --list | grep "
                  "prieto_fig2 | bash", metrics_table.collapse),
+    "verdicts": ("Verdicts, claim by claim", None, "python experiments/claims.py verdicts",
+                 lambda root: verdicts.main(load)),
 }
 COPIES = {  # section: its runs' copy in the repository, read where its runs/ folder has none
     name: os.path.join("reproduction", copy) for name, copy in (("nanda", "nanda"),
@@ -378,7 +380,11 @@ def main(argv):
         heading, root, make, show = SECTIONS[n]
         if root is None:  # a section that reads the copies of several experiments itself
             print(f"## {heading}\n")
-            show(None)
+            if folder:
+                errors.append(f"{n} reads the repository's copies, not a folder ({folder})")
+                print(f"error: {errors[-1]}\n")
+            else:
+                show(None)
             continue
         root = folder or (root if has_runs(root) else COPIES.get(n, root))
         print(f"## {heading} ({root})\n")
