@@ -240,13 +240,14 @@ def verdict(res, like):
                                    f"{MIN_SEEDS} would decide"
         return "not reproduced", "outside our interval, like for like"
     where = f" ({res['weakest']})" if res.get("weakest") and len(res["seeds"]) > 2 else ""
+    what = {"sign": "sign", "trend": "trend"}.get(res["test"], "ordering")
     if res["p"] < ALPHA:
-        return "reproduced", f"the paper's ordering at p {res['p']:.3g}"
+        return "reproduced", f"the paper's {what} at p {res['p']:.3g}"
     if res["p_opposite"] < ALPHA:
         against = f" ({res['against']})" if res.get("against") and len(res["seeds"]) > 2 else ""
         if like:
-            return "not reproduced", f"the opposite ordering at p {res['p_opposite']:.3g}{against}"
-        return "inconclusive", f"the opposite ordering{against}, not like for like"
+            return "not reproduced", f"the opposite {what} at p {res['p_opposite']:.3g}{against}"
+        return "inconclusive", f"the opposite {what}{against}, not like for like"
     if res["share"] is None:
         return "inconclusive", f"neither way at p < {ALPHA}"
     n = stats.seeds_to_decide(res["share"], res["test"])
