@@ -33,7 +33,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from data import Stop  # noqa: E402
 
 PACK = "runs.npz"  # an experiment folder's pack: reproduction/<experiment>/runs.npz
-# keys kept in float64: a table's printed number moves when they are rounded to float32
+# keys kept in float64, where rounding to float32 would move a number a table prints: none yet
+# (claims.py's sections and the metrics, minibatch and gu tables of every copy printed the same
+# from float32 packs as from the float64 run folders)
 FLOAT64 = ()
 # the per-run heatmaps of plots.py (attention to a, top neurons' activations over (a, b)), read
 # by no table: 11 bits of mantissa are more than a colour map shows, and they are half the runs'
