@@ -127,7 +127,7 @@ def test_a_table_on_a_pack_draws_its_figure_beside_it_and_names_no_temporary_fol
     assert not os.path.exists(temporary[1])
 
 
-def test_pack_answers_bad_input_in_one_line(tmp_path, capsys):
+def test_pack_command_line_both_ways_and_bad_input_in_one_line(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     with pytest.raises(SystemExit, match="^error: no run folders .* in .*empty$"):
         pack.main([str(tmp_path / "empty"), str(tmp_path / "p.npz")])
@@ -136,6 +136,13 @@ def test_pack_answers_bad_input_in_one_line(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         pack.main(["--help"])
     assert e.value.code is False and "pack.py runs/" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="^error: no pack .*none.npz$"):
+        pack.main([str(tmp_path / "none.npz"), str(tmp_path / "out")])
+    made_up_runs(tmp_path / "runs")  # the command line both ways
+    pack.main([str(tmp_path / "runs"), str(tmp_path / "p.npz")])
+    pack.main([str(tmp_path / "p.npz"), str(tmp_path / "back")])
+    assert "p.npz: 6 runs, " in capsys.readouterr().out
+    assert pack.run_folders(str(tmp_path / "back")) == pack.run_folders(str(tmp_path / "runs"))
     (tmp_path / "bad.npz").write_bytes(b"not a zip")
     with pytest.raises(Stop, match="bad.npz: not a pack of runs"):
         pack.unpack(str(tmp_path / "bad.npz"), str(tmp_path / "out"))

@@ -4,6 +4,9 @@ folders. The repository keeps its runs as reproduction/<experiment>/runs.npz rat
 folder per run; a table reads a pack through a temporary folder of unpacked runs.
 
     python experiments/pack.py runs/seed_coupling reproduction/seed_coupling/runs.npz
+    python experiments/pack.py reproduction/singh_grids/runs.npz runs/singh_grids   # unpack
+
+(to add runs to a pack: unpack it into the folder of the new runs, then pack that folder)
 
     import pack; runs = pack.read("reproduction/seed_coupling/runs.npz")
     runs["ln-off_data-seed-10000_s0"]["metrics.npz"]["test_loss"]   # one run's curve
@@ -180,13 +183,18 @@ def main(argv):
         print(__doc__.strip())
         sys.exit(argv not in (["-h"], ["--help"]))
     src, dest = argv
-    if not dest.endswith(".npz"):
-        sys.exit(f"error: {dest}: a pack's name ends in .npz")
     try:
-        runs = pack(src, dest)
+        if src.endswith(".npz"):
+            if not os.path.isfile(src):
+                raise Stop(f"no pack {src}")
+            print(f"{dest}: {len(unpack(src, dest))} runs from {src}")
+        elif dest.endswith(".npz"):
+            runs = pack(src, dest)
+            print(f"{dest}: {len(runs)} runs, {os.path.getsize(dest) / 1e6:.2f} MB")
+        else:
+            raise Stop(f"{dest}: a pack's name ends in .npz")
     except Stop as e:
         sys.exit(f"error: {e}")
-    print(f"{dest}: {len(runs)} runs, {os.path.getsize(dest) / 1e6:.2f} MB")
 
 
 if __name__ == "__main__":
