@@ -7,8 +7,9 @@ Every table of REPRODUCTION.md, printed from the run folders that made it (a rea
     python experiments/claims.py verdicts    # every claim's verdict (experiments/verdicts.py)
 
 A section reads its runs/ folder or, where that has none, the repository's copy in reproduction/
-(COPIES), else says which command makes it. Sections of analysed runs analyse them first
-(analyze.py's cache: only runs whose checkpoints or measures changed).
+(COPIES: a folder with the runs packed in runs.npz, see experiments/pack.py), else says which
+command makes it. Sections of analysed runs analyse them first (analyze.py's cache: only runs
+whose checkpoints or measures changed).
 """
 import glob
 import itertools
@@ -23,6 +24,7 @@ import analyze as A  # noqa: E402
 import metrics_table  # noqa: E402
 import minibatch_table  # noqa: E402
 import gu_table  # noqa: E402
+import pack  # noqa: E402
 import verdicts  # noqa: E402
 from singh_numbers import (COMPRESSIBILITY, SINGH, SINGH_CURVES, SINGH_LN,  # noqa: E402
                            SINGH_MODEL, released)
@@ -374,7 +376,6 @@ def main(argv):
             asked[-1][1] = a
         else:
             sys.exit(f"error: unknown section {a}; choose from {', '.join(SECTIONS)}")
-    has_runs = lambda root: glob.glob(os.path.join(root, "*", "metrics.npz"))
     errors = []
     for n, folder in asked or [[n, None] for n in SECTIONS]:
         heading, root, make, show = SECTIONS[n]
@@ -386,11 +387,12 @@ def main(argv):
             else:
                 show(None)
             continue
-        root = folder or (root if has_runs(root) else COPIES.get(n, root))
+        root = folder or (root if pack.has_runs(root) else COPIES.get(n, root))
         print(f"## {heading} ({root})\n")
-        if has_runs(root):
+        if pack.has_runs(root):
             try:
-                show(root)
+                with pack.opened(root) as runs:
+                    show(runs)
             except Stop as e:  # a run it cannot read: say which, go on with the other sections
                 errors.append(str(e))
                 print(f"error: {e}\n")

@@ -17,6 +17,7 @@ import analyze as A  # noqa: E402
 from data import hole_mask  # noqa: E402
 from stats import rank_corr  # noqa: E402
 from train import first_below  # noqa: E402
+import pack  # noqa: E402
 
 
 def holes(runs):
@@ -131,4 +132,5 @@ def main(root):
 
 if __name__ == "__main__":
     from metrics_table import folder_arg
-    main(folder_arg(__doc__))
+    with pack.opened(folder_arg(__doc__)) as root:  # run folders, or their pack
+        main(root)

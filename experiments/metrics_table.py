@@ -27,6 +27,7 @@ from measures import MEASURES, load_checkpoint_into, run_context  # noqa: E402
 from model import Config, build_model  # noqa: E402
 from stats import mann_whitney  # noqa: E402
 from train import first_below  # noqa: E402
+import pack  # noqa: E402
 
 
 @torch.no_grad()
@@ -130,4 +131,5 @@ def folder_arg(doc, default=None):
 
 
 if __name__ == "__main__":
-    main(folder_arg(__doc__, "runs/interventions"))
+    with pack.opened(folder_arg(__doc__, "runs/interventions")) as root:  # runs, or their pack
+        main(root)

@@ -20,6 +20,7 @@ from data import Stop, load_checkpoint, make_data, save_atomic, token_shares  # 
 from measures import hessian_top  # noqa: E402
 from model import Config, build_model  # noqa: E402
 from train import first_below  # noqa: E402
+import pack  # noqa: E402
 
 
 def top_eigenvalues(run, cfg, x, y, step=2000):
@@ -81,6 +82,7 @@ def main(root):
 if __name__ == "__main__":
     from metrics_table import folder_arg
     try:
-        main(folder_arg(__doc__, "runs/minibatch"))
+        with pack.opened(folder_arg(__doc__, "runs/minibatch")) as root:  # runs, or their pack
+            main(root)
     except Stop as e:  # a run without its checkpoint or cached eigenvalues: one line
         sys.exit(f"error: {e}")

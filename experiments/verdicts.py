@@ -12,17 +12,22 @@ run copies in reproduction/, with a 90% bootstrap interval over seeds or a one-s
 REPRODUCTION.md opens with this table (between its verdicts markers; test_verdicts.py fails when
 the two differ). A claim reads copies only, never runs/: the table is what the repository holds.
 """
+import atexit
 import math
 import os
+import shutil
 import sys
+import tempfile
 
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import analyze as A  # noqa: E402
+import pack  # noqa: E402
 import plots  # noqa: E402
 import stats  # noqa: E402
 from singh_numbers import SINGH, SINGH_CURVES, SINGH_LN  # noqa: E402
+from data import Stop  # noqa: E402
 from optim import schedule  # noqa: E402
 from train import first_below  # noqa: E402
 
@@ -94,6 +99,22 @@ class Missing(Exception):
     """A claim's runs are not in the repository: its verdict is "not addressed"."""
 
 
+UNPACKED = {}  # copy's folder -> its runs as folders: a pack is unpacked once a process
+
+
+def run_folder(root):
+    """root itself where it holds run folders (a live runs/), else its pack unpacked into a
+    temporary folder, kept for the process (claims read the same copy many times)."""
+    if pack.run_folders(root):
+        return root
+    if root not in UNPACKED:
+        tmp = tempfile.mkdtemp(prefix="verdicts_")
+        atexit.register(shutil.rmtree, tmp, True)
+        pack.unpack(os.path.join(root, pack.PACK), tmp)
+        UNPACKED[root] = tmp
+    return UNPACKED[root]
+
+
 class Runs:
     """One group of runs: the copy reproduction/<copy> (several: a list), the runs kept. A run
     that stopped short of its budget without generalizing makes the group Missing, unless
@@ -113,7 +134,12 @@ class Runs:
                 if copy in self.optional:
                     continue
                 raise Missing(f"reproduction/{copy} is not committed")
-            done = sorted(load(root, self.analysed, self.keep).values(), key=lambda x: x[0].seed)
+            folder = run_folder(root)
+            try:
+                done = load(folder, self.analysed, self.keep).values()
+            except Stop as e:  # name the copy, not the temporary folder
+                raise Stop(str(e).replace(folder, root)) from None
+            done = sorted(done, key=lambda x: x[0].seed)
             short = [c.seed for c, m, _ in done if grok_step(m) is None and m["step"][-1] < c.steps]
             if short and not self.partial:  # a step never reached might yet be
                 raise Missing(f"reproduction/{copy}: seeds {short} stopped before their budget "

@@ -1,0 +1,201 @@
+"""
+One compressed file per experiment holding every run of it (a pack), and the way back to run
+folders. The repository keeps its runs as reproduction/<experiment>/runs.npz rather than a
+folder per run; a table reads a pack through a temporary folder of unpacked runs.
+
+    python experiments/pack.py runs/seed_coupling reproduction/seed_coupling/runs.npz
+    python experiments/pack.py reproduction/singh_grids/runs.npz runs/singh_grids   # unpack
+
+(to add runs to a pack: unpack it into the folder of the new runs, then pack that folder)
+
+    import pack; runs = pack.read("reproduction/seed_coupling/runs.npz")
+    runs["ln-off_data-seed-10000_s0"]["metrics.npz"]["test_loss"]   # one run's curve
+
+A pack holds every run folder right below the source folder (one with metrics.npz): its JSON
+files (config.json, hessian.json) as text and its .npz files' arrays; checkpoints stay out (a
+copy brings its analysis.npz instead). It is an .npz of columns, one a file or array name:
+"config.json" holds the runs' texts in run order, "metrics.npz/test_loss" every run's test loss
+one after the other (flattened), and "index" (JSON) {run: {file: "text" or {key: [dtype,
+shape]}}} says which runs have which, in what dtype and shape, so read() cuts the columns back
+into runs. Runs side by side compress together: their steps, configs and schedules repeat.
+Integer arrays and text are kept exactly; float64 arrays are stored as float32, which halves
+the pack and changes no number a table prints, but FLOAT64's keys; FLOAT16's are arrays only a
+figure draws. read() and unpack() give each array back in the dtype it had.
+"""
+import contextlib
+import io
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from data import Stop  # noqa: E402
+
+PACK = "runs.npz"  # an experiment folder's pack: reproduction/<experiment>/runs.npz
+# keys kept in float64, where rounding to float32 would move a number a table prints: none yet
+# (claims.py's sections and the metrics, minibatch and gu tables of every copy printed the same
+# from float32 packs as from the float64 run folders)
+FLOAT64 = ()
+# the per-run heatmaps of plots.py (attention to a, top neurons' activations over (a, b)), read
+# by no table: 11 bits of mantissa are more than a colour map shows, and they are half the runs'
+# bytes in float32
+FLOAT16 = ("final_attn_a", "final_neurons")
+
+
+def run_folders(root):
+    """Names of the run folders right below root (those with metrics.npz), in name order."""
+    if not os.path.isdir(root):
+        return []
+    return sorted(name for name in os.listdir(root)
+                  if os.path.isfile(os.path.join(root, name, "metrics.npz")))
+
+
+def has_runs(root):
+    """Whether root holds runs: run folders, or a pack."""
+    return bool(run_folders(root)) or os.path.isfile(os.path.join(root, PACK))
+
+
+def stored(key, a):
+    """An array as the pack stores it: float64 as float32, but FLOAT64's and FLOAT16's keys."""
+    if a.dtype != np.float64 or key in FLOAT64:
+        return a
+    fits16 = not (np.abs(a) > np.finfo(np.float16).max).any()
+    return a.astype(np.float16 if key in FLOAT16 and fits16 else np.float32)
+
+
+def pack(src, dest):
+    """Every run folder right below src in one compressed file at dest (written atomically);
+    returns the runs' names."""
+    runs = run_folders(src)
+    if not runs:
+        raise Stop(f"no run folders (with metrics.npz) in {src}")
+    index, columns = {}, {}
+    for run in runs:
+        index[run] = {}
+        for name in sorted(os.listdir(os.path.join(src, run))):
+            path = os.path.join(src, run, name)
+            if name.endswith(".json"):
+                with open(path) as f:
+                    columns.setdefault(name, []).append(f.read())
+                index[run][name] = "text"
+            elif name.endswith(".npz"):
+                with np.load(path, allow_pickle=False) as z:
+                    arrays = {k: z[k] for k in z.files}
+                index[run][name] = {k: [str(a.dtype), list(a.shape)] for k, a in arrays.items()}
+                for k, a in arrays.items():
+                    columns.setdefault(f"{name}/{k}", []).append(stored(k, a).ravel())
+    columns = {col: np.array(parts) if isinstance(parts[0], str) else np.concatenate(parts)
+               for col, parts in columns.items()}
+    columns["index"] = np.array(json.dumps(index))
+    os.makedirs(os.path.dirname(os.path.abspath(dest)), exist_ok=True)
+    tmp = f"{dest}.tmp"
+    with open(tmp, "wb") as f:
+        np.savez_compressed(f, **columns)
+    os.replace(tmp, dest)
+    return runs
+
+
+def read(pack_path):
+    """{run: {file: its text (JSON files) or {key: array in the dtype it had}}} of a pack."""
+    try:
+        with np.load(pack_path, allow_pickle=False) as z:
+            columns = {col: z[col] for col in z.files}
+        index = json.loads(str(columns.pop("index")))
+    except (OSError, ValueError, KeyError) as e:
+        raise Stop(f"{pack_path}: not a pack of runs ({type(e).__name__})")
+    used = dict.fromkeys(columns, 0)  # how much of each column the runs before took
+    runs = {}
+    for run, files in index.items():
+        runs[run] = {}
+        for name, keys in files.items():
+            if keys == "text":
+                runs[run][name] = str(columns[name][used[name]])
+                used[name] += 1
+                continue
+            runs[run][name] = {}
+            for k, (dtype, shape) in keys.items():
+                col, size = f"{name}/{k}", int(np.prod(shape))
+                flat = columns[col][used[col]:used[col] + size]
+                runs[run][name][k] = flat.astype(dtype).reshape(shape)
+                used[col] += size
+    return runs
+
+
+def write_atomic(path, write):
+    """write(file) into a temp file beside path, then rename it to path."""
+    tmp = f"{path}.tmp"
+    with open(tmp, "w" if path.endswith(".json") else "wb") as f:
+        write(f)
+    os.replace(tmp, path)
+
+
+def unpack(pack_path, dest_dir):
+    """The run folders of a pack written back below dest_dir (each file atomically); returns
+    the runs' names."""
+    runs = read(pack_path)
+    for run, files in runs.items():
+        os.makedirs(os.path.join(dest_dir, run), exist_ok=True)
+        for name, content in files.items():
+            path = os.path.join(dest_dir, run, name)
+            if isinstance(content, str):
+                write_atomic(path, lambda f: f.write(content))
+            else:
+                write_atomic(path, lambda f: np.savez_compressed(f, **content))
+    return list(runs)
+
+
+@contextlib.contextmanager
+def opened(root):
+    """A folder of run folders for root: root itself where it has run folders (runs/, a live
+    experiment), else its pack unpacked in a temporary folder, removed on leaving. What is
+    printed or raised inside names root instead of the temporary folder, and the files a table
+    draws there beside the runs (figures/) are copied to root, so a table reads and writes as it
+    would on the run folders."""
+    if run_folders(root) or not os.path.isfile(os.path.join(root, PACK)):
+        yield root
+        return
+    tmp = tempfile.mkdtemp(prefix="runs_")
+    printed = io.StringIO()
+    try:
+        runs = set(unpack(os.path.join(root, PACK), tmp))
+        with contextlib.redirect_stdout(printed):
+            yield tmp
+        for folder, _, names in os.walk(tmp):
+            rel = os.path.relpath(folder, tmp)
+            if rel.split(os.sep)[0] in runs:
+                continue
+            for name in names:
+                os.makedirs(os.path.join(root, rel), exist_ok=True)
+                shutil.copyfile(os.path.join(folder, name), os.path.join(root, rel, name))
+    except Stop as e:
+        raise Stop(str(e).replace(tmp, root)) from None
+    finally:
+        sys.stdout.write(printed.getvalue().replace(tmp, root))
+        shutil.rmtree(tmp)
+
+
+def main(argv):
+    if len(argv) != 2 or argv[0].startswith("-"):
+        print(__doc__.strip())
+        sys.exit(argv not in (["-h"], ["--help"]))
+    src, dest = argv
+    try:
+        if src.endswith(".npz"):
+            if not os.path.isfile(src):
+                raise Stop(f"no pack {src}")
+            print(f"{dest}: {len(unpack(src, dest))} runs from {src}")
+        elif dest.endswith(".npz"):
+            runs = pack(src, dest)
+            print(f"{dest}: {len(runs)} runs, {os.path.getsize(dest) / 1e6:.2f} MB")
+        else:
+            raise Stop(f"{dest}: a pack's name ends in .npz")
+    except Stop as e:
+        sys.exit(f"error: {e}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
