@@ -105,7 +105,7 @@ UNPACKED = {}  # copy's folder -> its runs as folders: a pack is unpacked once a
 def run_folder(root):
     """root itself where it holds run folders (a live runs/), else its pack unpacked into a
     temporary folder, kept for the process (claims read the same copy many times)."""
-    if pack.run_folders(root):
+    if pack.run_folders(root) or not os.path.isfile(os.path.join(root, pack.PACK)):
         return root
     if root not in UNPACKED:
         tmp = tempfile.mkdtemp(prefix="verdicts_")
