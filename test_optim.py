@@ -51,7 +51,7 @@ def test_coupled_weight_decay_equals_torch_adam():
     a = torch.nn.Parameter(torch.randn(6, 4))
     b = torch.nn.Parameter(a.detach().clone())
     ours = AdamW([a], (0.9, 0.98), 1e-8, coupled=True)
-    ours.set_hyper([[1e-2]], [[0.5]])
+    ours.set_lr_wd([[1e-2]], [[0.5]])
     ref = torch.optim.Adam([b], lr=1e-2, betas=(0.9, 0.98), eps=1e-8, weight_decay=0.5)
     for _ in range(10):
         g = torch.randn(6, 4)
@@ -79,7 +79,7 @@ def test_muon_moves_exactly_the_hidden_matrices_as_torch_muon_does():
     w = torch.randn(3, 20, 8)  # three runs of a 20 x 8 matrix
     mine = torch.nn.Parameter(w.clone())
     ours = AdamW([mine], (0.9, 0.98), 1e-8, runs=3, muon=[mine])
-    ours.set_hyper([[1e-2] * 3], [[0.1] * 3])
+    ours.set_lr_wd([[1e-2] * 3], [[0.1] * 3])
     refs = [torch.nn.Parameter(w[r].clone()) for r in range(3)]
     torch_muon = torch.optim.Muon(refs, lr=1e-2, weight_decay=0.1,
                                   adjust_lr_fn="match_rms_adamw")
