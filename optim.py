@@ -76,9 +76,8 @@ class AdamW(torch.optim.Optimizer):
             if p.grad is None:  # a parameter this run never reads
                 continue
             s = self.state[p]
-            per_run = lambda t: t.to(p.dtype).view(-1, *[1] * (p.dim() - 1))  # (R, 1, ...)
             if id(p) in self.muon:
-                muon_step(p, self.direction(p, p.grad, s), s, per_run(lr), per_run(wd))
+                muon_step(p, self.direction(p, p.grad, s), s, per_run(lr, p), per_run(wd, p))
                 self.check_state(s, p)
                 continue
             if "step" not in s:  # torch.optim.AdamW's names and types, one step count per run
@@ -88,16 +87,16 @@ class AdamW(torch.optim.Optimizer):
             self.check_state(s, p)
             s["step"] += 1
             if self.coupled:
-                grad = grad + p * per_run(wd)
+                grad = grad + p * per_run(wd, p)
             else:
-                p.mul_(per_run(1 - lr * wd))
+                p.mul_(per_run(1 - lr * wd, p))
             s["exp_avg"].lerp_(grad, 1 - b1)
             s["exp_avg_sq"].mul_(b2).addcmul_(grad, grad, value=1 - b2)
             bias1, bias2_sqrt = self.bias_corrections(s["step"])
             if self.stacked:
-                bias2_sqrt = per_run(bias2_sqrt)
+                bias2_sqrt = per_run(bias2_sqrt, p)
             denom = (s["exp_avg_sq"].sqrt() / bias2_sqrt).add_(eps)
-            step = s["exp_avg"] * per_run(-(lr / bias1)) / denom
+            step = s["exp_avg"] * per_run(-(lr / bias1), p) / denom
             if eps == 0:  # moments exactly 0 (a parameter one run of a stack never reads): 0/0
                 step = torch.where(denom > 0, step, 0.0)
             p.add_(step)
@@ -138,7 +137,14 @@ def run_zeros(p, stacked, *shape, dtype=None):
     return torch.zeros(runs + shape, dtype=dtype or p.dtype, device=p.device)
 
 
+def per_run(v, p):
+    """A value per run, (R,) in a stack (or () alone), in p's dtype and shaped (R, 1, ...) to
+    broadcast against p: each run's slice of p meets its own value."""
+    return v.to(p.dtype).view(-1, *[1] * (p.dim() - 1))
+
+
 def per_run_flat(t, stacked):
+    """t with each run's values in one row: (R, n) in a stack, (1, n) alone."""
     return t.reshape(len(t) if stacked else 1, -1)
 
 
@@ -178,7 +184,7 @@ def grokfast(grad, state, kind, a, lamb, stacked):
         ring.index_copy_(0, slot.view(1), grad.unsqueeze(0))
     count += 1
     # a tensor, not a branch: a CUDA graph replays it
-    full = (count >= window).to(grad.dtype).view(-1, *[1] * (grad.dim() - 1))
+    full = per_run(count >= window, grad)
     return grad + ring.sum(int(stacked)) / window * lamb * full
 
 

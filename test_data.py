@@ -10,10 +10,10 @@ import pytest
 import torch
 
 import measures
+from conftest import DEVICES, quiet, small_cfg
 from data import SPLITS, Batches, Stop, all_pairs, make_data, token_frequency
 from model import Config, build_model
 from optim import emb_lr_ratio
-from test_train import DEVICES, quiet, small_cfg
 from train import main, train
 
 

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from bench import main as bench_main
-from test_train import BATCHED, DEVICES, HERE, quiet, small_cfg
+from conftest import BATCHED, DEVICES, HERE, quiet, small_cfg
 from fast import cuda_graph, tune_cpu
 from optim import AdamW
 from train import train

@@ -10,11 +10,11 @@ import math
 import pytest
 import torch
 
+from conftest import SMALL, quiet, small_cfg
 from data import Stop
 from fast import Stacked, build_runs, check_forward, forward_fn, unused
 from model import Config, LN_PLACEMENTS, build_model
-
-SMALL = dict(p=23, d_model=32, n_heads=4, d_mlp=64, frac=0.5, eval_every=5, ckpt_every=10)
+from train import train
 
 
 def tokens(p, n=200, seed=0):
@@ -267,11 +267,11 @@ def test_no_ln_modules_when_off_and_both_when_on():
     assert any("ln1" in n for n in names) and any("ln2" in n for n in names)
 
 
-def test_rmsnorm_and_post_train_and_deep_models_run():
-    for kw in (dict(norm="rmsnorm", ln="pre"), dict(n_layers=2, ln="pre"),
-               dict(n_layers=3, causal=True)):
-        model = build_model(Config(p=23, **kw))
-        assert model(tokens(23)).shape == (200, 24)
+@pytest.mark.parametrize("kw", [dict(norm="rmsnorm", ln="pre"), dict(norm="rmsnorm", ln="post"),
+                                dict(n_layers=2, ln="pre"), dict(n_layers=3, causal=True)])
+def test_rmsnorm_and_deep_models_train(kw, tmp_path):
+    m = train(small_cfg(steps=60, lr=3e-3, **kw), str(tmp_path / "r"), log=quiet)
+    assert m["train_loss"][-1] < 0.8 * m["train_loss"][0]
 
 
 @pytest.mark.filterwarnings("error")  # e.g. vmap falling back to a loop over the runs

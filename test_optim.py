@@ -6,14 +6,17 @@ and training with every option on (resume and batched runs equal lone runs).
 
     python -m pytest -q test_optim.py
 """
+import os
+
 import numpy as np
 import pytest
 import torch
 
+import optim
+from conftest import DEVICES, quiet, small_cfg
 from data import make_data
 from model import Config, build_model
-from optim import AdamW, make_optimizer, orthogonal
-from test_train import DEVICES, quiet, small_cfg
+from optim import AdamW, make_optimizer, orthogonal, per_run, per_run_flat
 from train import collapse, loss_fn, main, train
 
 
@@ -218,3 +221,72 @@ def test_eps_0_leaves_a_parameter_one_run_of_a_stack_never_reads_as_a_lone_run_d
     for a, b in zip(alone, batched):  # not 0/0 = NaN where the moments stay exactly 0
         assert np.isfinite(b["weight_norm"]).all()
         np.testing.assert_array_equal(a["weight_norm"], b["weight_norm"])
+
+
+# ---------------------------------------------------------------- the state rule
+
+class Clipped(AdamW):
+    """A forker's trick with a per-run scalar in its state: each run's gradient clipped to the
+    running mean of its norms, kept as the state rule says (run_zeros: (R,) in a stack, ()
+    alone)."""
+
+    def direction(self, p, grad, state):
+        if "norm_ema" not in state:
+            state["norm_ema"] = self.run_zeros(p)
+        ema = state["norm_ema"]
+        norm = per_run_flat(grad, self.stacked).norm(dim=1).view_as(ema)
+        ema.copy_(torch.where(ema == 0, norm, 0.9 * ema + 0.1 * norm))
+        return grad * per_run((ema / norm).clamp(max=1), grad)
+
+
+def last_checkpoint(run):
+    return torch.load(os.path.join(run, "ckpt", "step_000030.pt"), weights_only=True)["model"]
+
+
+def test_a_per_run_scalar_state_resumes_bit_for_bit_batched_alone_and_across(tmp_path,
+                                                                             monkeypatch):
+    cfgs = [small_cfg(steps=30, seed=s) for s in (0, 1)]
+    halves = [small_cfg(steps=15, seed=s) for s in (0, 1)]
+    plain = train(cfgs[0], str(tmp_path / "plain"), log=quiet)
+    monkeypatch.setattr(optim, "AdamW", Clipped)
+    runs = lambda name: [str(tmp_path / f"{name}{r}") for r in (0, 1)]
+    alone = [train(c, d, log=quiet) for c, d in zip(cfgs, runs("alone"))]
+    assert not np.array_equal(plain["train_loss"], alone[0]["train_loss"])  # it clips
+    ck = torch.load(tmp_path / "alone0" / "resume.pt", weights_only=True)
+    assert {st["norm_ema"].shape for st in ck["optim"]["state"].values()} == {()}
+    batched = train(cfgs, runs("batched"), log=quiet)
+    train(halves, runs("b_b"), log=quiet)  # batched, then batched --resume
+    b_b = train(cfgs, runs("b_b"), resume=True, log=quiet)
+    train(halves, runs("b_l"), log=quiet)  # batched, then each alone
+    b_l = [train(c, d, resume=True, log=quiet) for c, d in zip(cfgs, runs("b_l"))]
+    for c, d in zip(halves, runs("l_b")):  # alone, then batched
+        train(c, d, log=quiet)
+    l_b = train(cfgs, runs("l_b"), resume=True, log=quiet)
+    for r in (0, 1):
+        # a CPU runs a stack run by run: the losses and the weights of a batched run are those
+        # of the run alone, bit for bit; so is every interrupted run's
+        for got, name in ((batched[r], "batched"), (b_b[r], "b_b"), (b_l[r], "b_l"),
+                          (l_b[r], "l_b")):
+            for k in ("train_loss", "test_loss", "train_acc", "test_acc"):
+                np.testing.assert_array_equal(got[k], alone[r][k], err_msg=f"{name} {k}")
+            want = last_checkpoint(runs("alone")[r])
+            for n, t in last_checkpoint(runs(name)[r]).items():
+                assert torch.equal(t, want[n]), (name, n)
+
+
+class Shared(AdamW):
+    """A per-run statistic kept as one number for the whole stack: against the state rule."""
+
+    def direction(self, p, grad, state):
+        state.setdefault("calls", torch.zeros((), device=p.device)).add_(1)
+        return grad
+
+
+def test_a_state_without_the_run_axis_is_refused_in_one_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(optim, "AdamW", Shared)
+    train(small_cfg(steps=2), str(tmp_path / "alone"), log=quiet)  # alone, () is per run
+    with pytest.raises(SystemExit) as e:
+        main(["--p", "23", "--d-model", "32", "--d-mlp", "64", "--steps", "2", "--seed", "0",
+              "1", "--out", str(tmp_path)])
+    assert "optimizer state 'calls' has shape () in a stack of 2 runs" in str(e.value)
+    assert "run axis" in str(e.value) and "\n" not in str(e.value)
