@@ -40,7 +40,10 @@ def measure(run_dir, cks):
         model = build_model(cfg)
     except (ValueError, TypeError, KeyError) as e:
         raise Stop(f"{run_dir}: unknown config ({e})")
-    c = run_context(cfg, model, cks[-1])
+    try:
+        c = run_context(cfg, model, cks[-1])  # the first load: the model's shape is checked here
+    except Stop as e:
+        raise Stop(f"{run_dir}: {e}")
     rows = {k: [] for k in MEASURES}
     for ck in cks:
         load_checkpoint_into(c, model, ck)
@@ -173,7 +176,8 @@ def analyse_run(run_dir, log=print):
 
 # ---------------------------------------------------------------- across runs
 
-IGNORED = ("seed", "data_seed", "steps", "eval_every", "ckpt_every")  # not what makes a config
+# not what makes a configuration
+IGNORED = ("seed", "data_seed", "steps", "schedule_steps", "eval_every", "ckpt_every")
 # Summary measures are compared at one step that every run reaches (runs may stop soon after
 # generalizing, --stop-after-grok): after memorization, before most configurations generalize.
 AT = 1000
@@ -306,7 +310,7 @@ def first_at_or_above(steps, values, thr):
 def hole_column(rs):
     """Gu et al.'s dug-out regions: is the hole learned (final and best accuracy in it), the
     rest of the test set, and the bound on test accuracy if the hole is never learned."""
-    if not all(not np.isnan(float(r.get("hole_bound", np.nan))) for r in rs):
+    if any(np.isnan(float(r.get("hole_bound", np.nan))) for r in rs):  # a run without a hole
         return "-"
     v = lambda f: [float(f(r)) for r in rs]
     return " / ".join(fmt(x, 3) for x in (v(lambda r: r["hole_acc"][-1]),

@@ -223,22 +223,33 @@ def muon_step(p, grad, s, lr, wd):
 
 def make_optimizer(cfg, named, runs):
     """The optimizer cfg asks for, over the (name, parameter) pairs of R runs."""
-    filt = {"ema": ("ema", cfg.gf_alpha, cfg.gf_lamb), "ma": ("ma", cfg.gf_window, cfg.gf_lamb),
-            "none": None}[cfg.grokfast]
-    # Muon moves the hidden matrices only (Jordan et al.): not the embeddings, positions or
-    # readout, and no vector
-    muon = [p for n, p in named if cfg.optimizer == "muon" and p.dim() - (runs > 1) == 2
-            and n.split(".")[0] not in ("embed", "pos", "unembed", "readout")]
-    return AdamW([p for _, p in named], cfg.betas, cfg.eps, runs, cfg.optimizer == "adam", filt,
-                 cfg.orthograd, muon)
+    filters = {"ema": ("ema", cfg.gf_alpha, cfg.gf_lamb), "ma": ("ma", cfg.gf_window, cfg.gf_lamb),
+               "none": None}
+    muon = []
+    if cfg.optimizer == "muon":
+        # Muon moves the hidden matrices only (Jordan et al.): not the embeddings, positions or
+        # readout, and no vector
+        run_axis = 1 if runs > 1 else 0
+        muon = [p for name, p in named if p.dim() - run_axis == 2
+                and name.split(".")[0] not in ("embed", "pos", "unembed", "readout")]
+    return AdamW([p for _, p in named], cfg.betas, cfg.eps, runs, coupled=cfg.optimizer == "adam",
+                 grokfast=filters[cfg.grokfast], orthograd=cfg.orthograd, muon=muon)
 
 
 def schedule(cfg, step):
     """(lr, weight decay) of a run at `step`: the one place for a schedule. Nanda et al.'s
-    linear warm-up gives step 0 lr 0."""
+    linear warm-up gives step 0 lr 0. A schedule over the run's length reads
+    schedule_length(cfg), not cfg.steps: --resume may extend --steps, and the schedule of a
+    resumed run keeps the length it started with."""
     f = min(step / cfg.warmup, 1.0) if cfg.warmup else 1.0
     lr = cfg.lr / (cfg.alpha ** 2 if cfg.alpha_lr else 1)
     return lr * f, cfg.wd * (1e-3 / cfg.lr if cfg.fix_wd else 1.0)
+
+
+def schedule_length(cfg):
+    """The steps a schedule spans: --schedule-steps, else --steps of the run's first launch
+    (train.py's --resume saves that in the run's config when it extends --steps)."""
+    return cfg.schedule_steps or cfg.steps
 
 
 @torch.no_grad()

@@ -22,7 +22,7 @@ import measures as M
 import plots
 import stats
 from conftest import HERE
-from data import make_data
+from data import Stop, make_data
 from model import Config, build_model
 from train import train
 
@@ -140,6 +140,19 @@ def test_phases_on_hand_made_curves():
     assert A.phases(dict(m, test_loss=np.where(step >= 9000, 0.5, loss))) == (1400, 9000, None)
     never = dict(m, test_loss=np.where(step >= 9000, 19.0, loss))
     assert A.phases(never) == (1400, None, None)
+
+
+def test_checkpoints_of_another_model_shape_stop_in_one_line_naming_the_run(tmp_path):
+    run = tiny_run(tmp_path, "old", steps=20)
+    for f in os.listdir(run / "ckpt"):  # as if trained by a model.py with a wider first layer
+        ck = torch.load(run / "ckpt" / f, weights_only=True)
+        ck["model"]["blocks.0.fc1.weight"] = torch.zeros(65, 32)
+        torch.save(ck, run / "ckpt" / f)
+    with pytest.raises(Stop) as e:
+        A.analyse_run(str(run))
+    msg = str(e.value)
+    assert msg.startswith(f"{run}: the checkpoint of step 20 does not fit this model.py")
+    assert "blocks.0.fc1.weight" in msg and "\n" not in msg
 
 
 def test_analyze_bad_argument_is_one_line(tmp_path):

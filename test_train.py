@@ -51,7 +51,7 @@ from train import check_options, load_checkpoint, main, parse_args, train
     (["--ln-eps", "-1"], "--ln-eps -1.0 must be finite and >= 0"), (["--gf-lamb", "nan"], "lamb"),
     (["--emb-lr-ratio", "inf"], "--emb-lr-ratio 'inf' must be"), (["--no-bias"], "--model mlp"),
     (["--embed", "onehot"], "need --model mlp"), (["--preset", "alquabeh", "--dropout", "0.1"],
-                                                  "--dropout a transformer"),
+                                                  "--dropout needs a transformer"),
     (["--stop-after-grok", "-5"], "--stop-after-grok -5 must be non-negative"),
 ])
 def test_bad_input_is_refused(argv, msg, tmp_path, capsys):

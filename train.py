@@ -171,6 +171,9 @@ def resume_runs(cfgs, run_dirs, model, opt, log):
     cks = [load_checkpoint(os.path.join(d, "resume.pt")) for d in run_dirs]
     for c, d, ck in zip(cfgs, run_dirs, cks):
         old = Config.from_dict(ck["config"])
+        # a schedule spans the run's first --steps, however far --resume extends them
+        old.schedule_steps = old.schedule_steps or old.steps
+        c.schedule_steps = c.schedule_steps or old.schedule_steps
         diff = [f.name for f in fields(Config)
                 if f.name != "steps" and getattr(old, f.name) != getattr(c, f.name)]
         if diff:
