@@ -312,11 +312,11 @@ def hole_column(rs):
     rest of the test set, and the bound on test accuracy if the hole is never learned."""
     if any(np.isnan(float(r.get("hole_bound", np.nan))) for r in rs):  # a run without a hole
         return "-"
-    v = lambda f: [float(f(r)) for r in rs]
-    return " / ".join(fmt(x, 3) for x in (v(lambda r: r["hole_acc"][-1]),
-                                           v(lambda r: np.max(r["hole_acc"])),
-                                           v(lambda r: r["rest_acc"][-1]),
-                                           v(lambda r: r["hole_bound"])))
+    final_in_hole = [float(r["hole_acc"][-1]) for r in rs]
+    best_in_hole = [float(np.max(r["hole_acc"])) for r in rs]
+    final_rest = [float(r["rest_acc"][-1]) for r in rs]
+    bound = [float(r["hole_bound"]) for r in rs]
+    return " / ".join(fmt(v, 3) for v in (final_in_hole, best_in_hole, final_rest, bound))
 
 
 INTERVENTIONS = ("optimizer", "grokfast", "gf_alpha", "gf_window", "gf_lamb", "orthograd", "loss")

@@ -167,9 +167,12 @@ class Stacked(nn.Module):
             # they copy, and model.py's forward runs ~1.7x slower so): run by run, as alone
             cols = [p.unbind(0) for p in self.flat]  # views; unbind's backward is one stack
             bufs = {n: b.unbind(0) for n, b in self.bufs.items()}
-            return torch.stack([fn({n: c[r] for n, c in zip(self.names, cols)},
-                                   {n: b[r] for n, b in bufs.items()}, x[r], train)
-                                for s, e, fn in self.groups for r in range(s, e)])
+            outs = []
+            for first, end, fn in self.groups:
+                for r in range(first, end):
+                    params = {n: col[r] for n, col in zip(self.names, cols)}
+                    outs.append(fn(params, {n: b[r] for n, b in bufs.items()}, x[r], train))
+            return torch.stack(outs)
         # dropout: each run its own masks, all from torch's one generator
         out = [vmap(lambda P, buffers, x: fn(P, buffers, x, train), randomness="different")(
                    {n: p[s:e] for n, p in zip(self.names, self.flat)},
