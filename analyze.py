@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from model import Config, build_model
-from data import Stop, all_pairs, load_checkpoint, save_atomic
+from data import Stop, load_checkpoint, save_atomic
 from train import GROK, first_below
 from measures import FINAL, MEASURES, load_checkpoint_into, run_context
 from stats import mann_whitney, rank_corr

@@ -17,7 +17,7 @@ import torch
 
 import optim
 import train as train_module
-from conftest import BATCHED, DEVICES, HERE, quiet, small_cfg
+from conftest import BATCHED, HERE, quiet, small_cfg
 from data import Stop, make_data
 from model import Config, LN_PLACEMENTS, build_model
 from optim import AdamW
