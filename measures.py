@@ -10,7 +10,8 @@ A MEASURES entry also says how summary.md and the cross-run figures show it:
     MEASURES = {..., "embed_max": Measure(lambda c: embed_max(c.E), "max |W_E|", ("at",),
                                           figure="largest embedding entry")}
 
-A change of a measure, or of a function or constant it calls, makes analyze.py recompute runs.
+A change of a measure, of a function or constant it calls or of the model code it runs (not of
+Config or of how the outputs show it) makes analyze.py recompute runs (analyze.stamp).
 """
 import types
 from dataclasses import dataclass
