@@ -211,7 +211,8 @@ def test_check_stops_when_model_py_changes_and_no_fast_trains_the_change(monkeyp
     monkeypatch.setattr(type(build_model(cfg).blocks[0]), "forward",
                         lambda self, *a, **k: 1.5 * forward(self, *a, **k))  # a forker's edit
     model = build_model(cfg)
-    with pytest.raises(Stop, match="fast.py's forward no longer matches model.py .* --no-fast"):
+    with pytest.raises(Stop, match="fast.py's forward no longer matches model.py .*: port your "
+                                   "change to fast.transformer_table, or .* --no-fast"):
         build_runs([model], probe=(x[:64], y[:64]))
     _, ref, _ = build_runs([model], fast=False, probe=(x[:64], y[:64]))  # --no-fast: the edit
     torch.testing.assert_close(ref(x[None])[0], model(x))
@@ -226,6 +227,10 @@ def test_check_compares_gradients_too():
     detached = lambda P, B, t: fn(dict(P, unembed=P["unembed"].detach()), B, t)
     with pytest.raises(Stop, match="no longer matches"):
         check_forward(model, detached, x[:64], y[:64])
+    mlp = build_model(Config(model="mlp", dtype="float64", p=23, d_model=32, d_mlp=64))
+    wrong = lambda P, buffers, t: 2 * forward_fn(mlp)(P, buffers, t)
+    with pytest.raises(Stop, match="port your change to fast.mlp_table"):
+        check_forward(mlp, wrong, x[:64], y[:64])
 
 
 # ---------------------------------------------------------------- model: LN placements
