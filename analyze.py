@@ -74,8 +74,9 @@ def ours(v):
 def describe(v, found):
     """A value as the stamp sees it, the same in every process: a function or model class of
     this project by its source (and what it calls, into found); a module, another class or a
-    library's function by its name; a container by its items; anything else by its repr."""
-    if inspect.isfunction(v) and ours(v) or inspect.isclass(v) and is_model(v):
+    library's function by its name; a container by its items; an array by its bytes; anything
+    else by its repr."""
+    if is_model(v) or (inspect.isfunction(v) and ours(v)):
         follow(v, found)
         return inspect.getsource(v)
     if inspect.ismodule(v):
@@ -89,14 +90,19 @@ def describe(v, found):
         return f"{type(v).__name__}(" + ", ".join(describe(x, found) for x in v) + ")"
     if isinstance(v, (set, frozenset)):
         return "{" + ", ".join(sorted(describe(x, found) for x in v)) + "}"
+    if isinstance(v, torch.Tensor):
+        v = v.detach().cpu().numpy()
+    if isinstance(v, np.ndarray):  # by its bytes: the repr of a large array leaves most out
+        digest = hashlib.sha1(np.ascontiguousarray(v).tobytes()).hexdigest()
+        return f"array({v.dtype}, {v.shape}, {digest})"
     return repr(v)
 
 
-def is_model(cls):
-    """A model class of this project (nn.Module): its methods are the forward the measures run.
-    Its other classes (Config, Stop, Measure) hold options, errors and display: an edit to them
-    changes no measured value."""
-    return ours(cls) and issubclass(cls, torch.nn.Module)
+def is_model(v):
+    """Whether v is a model class of this project (nn.Module): its methods are the forward the
+    measures run. Its other classes (Config, Stop, Measure) hold options, errors and display:
+    an edit to them changes no measured value."""
+    return inspect.isclass(v) and issubclass(v, torch.nn.Module) and ours(v)
 
 
 def follow(f, found):
