@@ -24,7 +24,7 @@ class AdamW(torch.optim.Optimizer):
     self.state[p], which checkpoints, --resume, batched runs and the CUDA graph all carry, as
     tensors that follow the state rule (run_zeros).
 
-    The interventions (issue: grokking accelerators compared fairly), each one switch here:
+    The interventions (grokking accelerators, compared on one model), each one switch here:
     coupled: Adam with L2 (torch.optim.Adam's weight_decay: wd * p joins the gradient) instead
     of decoupled decay; grokfast ("ema", alpha, lamb) or ("ma", window, lamb): Lee et al.'s
     gradient filters; orthograd: Prieto et al.'s gradient with its component along the weights
