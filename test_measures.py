@@ -62,7 +62,7 @@ def test_key_frequencies_are_the_neuron_logit_maps_and_every_measure_uses_them()
 
 
 def test_gini_of_a_pure_cosine_is_of_one_fourier_component_of_p():
-    c = types.SimpleNamespace(E=cosine_embedding(P, 5), B=M.fourier_basis(P))
+    c = types.SimpleNamespace(E=cosine_embedding(P, 5), basis=M.fourier_basis(P))
     assert M.MEASURES["gini_embed"].fn(c) == pytest.approx(1 - 1 / P)  # one nonzero norm of P
     x = 2 * math.pi * 5 * torch.arange(P, dtype=torch.float64) / P
     c.E = (torch.cos(x) + torch.sin(x))[:, None] * c.E[0]  # cos 5 and sin 5 alike: 2 of P
@@ -83,7 +83,7 @@ def test_gini_logit_of_a_one_component_neuron_logit_map():
     with torch.no_grad():  # W_L = W_U^T W_out: over the classes, cos 4 alone
         model.unembed.zero_()
         model.unembed[0] = torch.cos(2 * math.pi * 4 * torch.arange(cfg.n_vocab).double() / P)
-    c = types.SimpleNamespace(model=model, cfg=cfg, B=M.fourier_basis(P))
+    c = types.SimpleNamespace(model=model, cfg=cfg, basis=M.fourier_basis(P))
     assert M.MEASURES["gini_logit"].fn(c) == pytest.approx(1 - 1 / P)  # one nonzero norm of P
 
 
@@ -175,7 +175,7 @@ def test_neuron_frequency_rule_and_per_frequency_fit_on_made_up_arrays():
     freq, share = M.neuron_frequencies(acts, M.fourier_basis(p))
     assert freq.tolist()[0::2] == [3, 4] and share[0::2].tolist() == pytest.approx([1, 1])
     assert share[1].item() == pytest.approx(0.5)
-    c = types.SimpleNamespace(cache={"mlp_act": acts}, B=M.fourier_basis(p), memo={})
+    c = types.SimpleNamespace(cache={"mlp_act": acts}, basis=M.fourier_basis(p), memo={})
     assert M.FINAL["one_freq_share"](c) == pytest.approx(2 / 3)  # share > 0.85: neurons 0, 2
     L = 2 * fourier_logits(p, [3], 1.0) + 5 * fourier_logits(p, [5], 1.0)
     assert M.cos_fit_r2(L, p, [3, 5]) == pytest.approx(1.0)       # a coefficient each

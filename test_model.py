@@ -272,10 +272,10 @@ def test_no_ln_modules_when_off_and_both_when_on():
     assert any("ln1" in n for n in names) and any("ln2" in n for n in names)
 
 
-@pytest.mark.parametrize("kw", [dict(norm="rmsnorm", ln="pre"), dict(norm="rmsnorm", ln="post"),
-                                dict(n_layers=2, ln="pre"), dict(n_layers=3, causal=True)])
+@pytest.mark.parametrize("kw", [dict(norm="rmsnorm", ln="post"), dict(n_layers=2, ln="pre"),
+                                dict(n_layers=3, causal=True)])
 def test_rmsnorm_and_deep_models_train(kw, tmp_path):
-    m = train(small_cfg(steps=60, lr=3e-3, **kw), str(tmp_path / "r"), log=quiet)
+    m = train(small_cfg(steps=30, lr=3e-3, **kw), str(tmp_path / "r"), log=quiet)
     assert m["train_loss"][-1] < 0.8 * m["train_loss"][0]
 
 
