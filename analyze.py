@@ -23,7 +23,7 @@ import numpy as np
 import torch
 
 from model import Config, build_model
-from data import Stop, all_pairs, load_checkpoint, save_atomic
+from data import Stop, load_checkpoint, save_atomic
 from train import GROK, first_below
 from measures import FINAL, MEASURES, load_checkpoint_into, run_context
 from stats import mann_whitney, rank_corr
@@ -40,12 +40,15 @@ def measure(run_dir, cks):
         model = build_model(cfg)
     except (ValueError, TypeError, KeyError) as e:
         raise Stop(f"{run_dir}: unknown config ({e})")
-    c = run_context(cfg, model, cks[-1])
+    try:
+        c = run_context(cfg, model, cks[-1])  # the first load: the model's shape is checked here
+    except Stop as e:
+        raise Stop(f"{run_dir}: {e}")
     rows = {k: [] for k in MEASURES}
     for ck in cks:
         load_checkpoint_into(c, model, ck)
-        for k, f in MEASURES.items():
-            rows[k].append(f(c))
+        for k, m in MEASURES.items():
+            rows[k].append(m.fn(c))
     res = {k: np.array(v) for k, v in rows.items()}
     for k, f in FINAL.items():
         v = f(c)
@@ -55,44 +58,99 @@ def measure(run_dir, cks):
 
 
 def source_file(f):
-    return os.path.abspath(f.__code__.co_filename)
+    """The file that defines function or class f, or None (a builtin)."""
+    try:
+        return os.path.abspath(inspect.getsourcefile(f))
+    except TypeError:
+        return None
+
+
+def ours(v):
+    """Whether v is a function or class defined in this project's files, not a library's."""
+    is_code = inspect.isfunction(v) or inspect.isclass(v)
+    return is_code and os.path.dirname(source_file(v) or "") == HERE
+
+
+def describe(v, found):
+    """A value as the stamp sees it, the same in every process: a function or model class of
+    this project by its source (and what it calls, into found); a module, another class or a
+    library's function by its name; a container by its items; an array by its bytes; anything
+    else by its repr."""
+    if is_model(v) or (inspect.isfunction(v) and ours(v)):
+        follow(v, found)
+        return inspect.getsource(v)
+    if inspect.ismodule(v):
+        return v.__name__
+    if callable(v):  # a library's: its repr may hold a memory address
+        return f"{getattr(v, '__module__', '')}.{getattr(v, '__qualname__', type(v).__name__)}"
+    if isinstance(v, dict):
+        items = ", ".join(f"{describe(k, found)}: {describe(x, found)}" for k, x in v.items())
+        return "{" + items + "}"
+    if isinstance(v, (list, tuple)):
+        return f"{type(v).__name__}(" + ", ".join(describe(x, found) for x in v) + ")"
+    if isinstance(v, (set, frozenset)):
+        return "{" + ", ".join(sorted(describe(x, found) for x in v)) + "}"
+    if isinstance(v, torch.Tensor):
+        v = v.detach().cpu().numpy()
+    if isinstance(v, np.ndarray):  # by its bytes: the repr of a large array leaves most out
+        digest = hashlib.sha1(np.ascontiguousarray(v).tobytes()).hexdigest()
+        return f"array({v.dtype}, {v.shape}, {digest})"
+    return repr(v)
+
+
+def is_model(v):
+    """Whether v is a model class of this project (nn.Module): its methods are the forward the
+    measures run. Its other classes (Config, Stop, Measure) hold options, errors and display:
+    an edit to them changes no measured value."""
+    return inspect.isclass(v) and issubclass(v, torch.nn.Module) and ours(v)
+
+
+def follow(f, found):
+    """Into found, what a function of this project calls, or every method of a model class."""
+    if inspect.isfunction(f):
+        called(f, found)
+        return
+    for method in vars(f).values():
+        if inspect.isfunction(method):
+            called(method, found)
 
 
 def called(f, found):
     """Add to found what f uses by name, recursively, through the functions and lambdas nested
-    in it too: the source of every function of this project's files (looked up in f's module)
-    and the value of every constant. Keyed by file and name, not module, so that running
-    analyze.py as a script or importing it gives one stamp. Library code is left out."""
+    in it too: the source of every function and model class of this project's files (looked up
+    in f's module) and the value of every constant (describe). Keyed by file and name, not
+    module, so that running analyze.py as a script or importing it gives one stamp. Library
+    code is left out."""
     def names(code):
         for k in code.co_consts:
             if isinstance(k, types.CodeType):
                 yield from names(k)
         yield from code.co_names
     for n in names(f.__code__):
-        g = f.__globals__.get(n)
         key = f"{os.path.basename(source_file(f))}:{n}"
-        if key in found:
+        if key in found or n not in f.__globals__:
             continue
-        if isinstance(g, (int, float, str, tuple)):
-            found[key] = repr(g)
-        elif inspect.isfunction(g) and os.path.dirname(source_file(g)) == HERE:
-            found[key] = inspect.getsource(g)
-            called(g, found)
+        found[key] = None  # taken: a function that calls itself is described once
+        found[key] = describe(f.__globals__[n], found)
 
 
 def stamp(paths):
-    """What analysis.npz was computed from: the checkpoints (path, size, mtime), the source of
-    every registered measure, of measure() that runs them, and of every function of this
-    project and constant they call (called), and model.py and data.py whole (the forward and the
-    task define what is measured). Any change makes the run be recomputed."""
-    found = {}
-    roots = [("measure", measure)] + list(MEASURES.items()) + list(FINAL.items())
+    """What analysis.npz was computed from: the checkpoints (path, size, mtime), the function of
+    every registered measure and of measure() that runs them, and everything of this project
+    they call (called): functions, constants, and the model's code, from build_model through
+    the model classes. Any change makes the run be recomputed; an edit elsewhere (Config, the
+    figures, a measure's summary column) does not."""
+    # the registries: each entry's function is a root below, and the rest of a MEASURES entry
+    # (its summary column, its figure) changes no stored value
+    found = {f"{os.path.basename(source_file(measure))}:{name}": "the roots"
+             for name in ("MEASURES", "FINAL")}
+    roots = [("measure", measure)] + [(k, m.fn) for k, m in MEASURES.items()] + \
+        list(FINAL.items())
     for _, f in roots:
         called(f, found)
     code = [(name, inspect.getsource(f)) for name, f in roots] + sorted(found.items())
-    files = [inspect.getsource(sys.modules[f.__module__]) for f in (build_model, all_pairs)]
     cks = [(q, os.path.getsize(q), os.path.getmtime(q)) for q in paths]
-    return hashlib.sha1(repr([cks, code, files]).encode()).hexdigest()
+    return hashlib.sha1(repr([cks, code]).encode()).hexdigest()
 
 
 def checkpoint_paths(run_dir):
@@ -124,7 +182,8 @@ def analyse_run(run_dir, log=print):
 
 # ---------------------------------------------------------------- across runs
 
-IGNORED = ("seed", "data_seed", "steps", "eval_every", "ckpt_every")  # not what makes a config
+# not what makes a configuration
+IGNORED = ("seed", "data_seed", "steps", "schedule_steps", "eval_every", "ckpt_every")
 # Summary measures are compared at one step that every run reaches (runs may stop soon after
 # generalizing, --stop-after-grok): after memorization, before most configurations generalize.
 AT = 1000
@@ -206,19 +265,19 @@ def sweeps(groups, varying):
         return {}
 
     def is_num(o):  # in every run: --batch-size is None in a full-batch one
-        return all(isinstance(getattr(c, o), (int, float)) and not isinstance(getattr(c, o), bool)
-                   for _, c, _, _ in runs)
+        values = [getattr(cfg, o) for _, cfg, _, _ in runs]
+        return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
     out = {}
     for opt in filter(is_num, varying):
-        base = {o: Counter(getattr(c, o) for _, c, _, _ in runs).most_common(1)[0][0]
+        base = {o: Counter(getattr(cfg, o) for _, cfg, _, _ in runs).most_common(1)[0][0]
                 for o in varying if is_num(o) and o != opt}
         series = {}
-        for _, c, m, _ in runs:
-            if all(getattr(c, o) == v for o, v in base.items()):
-                lab = ", ".join(f"{o}={getattr(c, o)}" for o in varying if not is_num(o)) or opt
+        for _, cfg, m, _ in runs:
+            if all(getattr(cfg, o) == v for o, v in base.items()):
+                lab = ", ".join(f"{o}={getattr(cfg, o)}" for o in varying if not is_num(o)) or opt
                 s = first_below(m["step"], m["test_loss"])
                 series.setdefault(lab, []).append(
-                    (getattr(c, opt), np.nan if s is None else s, np.max(m["test_acc"])))
+                    (getattr(cfg, opt), np.nan if s is None else s, np.max(m["test_acc"])))
         if len({x for pts in series.values() for x, _, _ in pts}) >= 2:
             out[opt] = (base, series)
     return out
@@ -244,33 +303,26 @@ def after_grok(m, key, f, window=1000):
     """f (max, min) of a logged metric over the `window` steps from the first test acc >= 0.9:
     slingshots and fluctuations after generalizing (every experiment runs 1000 steps past test
     loss <= GROK, which comes later)."""
-    g = first_below(m["step"], -m["test_acc"], -0.9)
+    g = first_at_or_above(m["step"], m["test_acc"], 0.9)
     return None if g is None else float(f(m[key][(m["step"] >= g) & (m["step"] <= g + window)]))
 
 
-HEADER = [
-    "configuration", "seeds", "train<=0.01 (mean +- std)", "test<=0.01 (mean +- std)", "reached",
-    "test acc>=0.9 at", "final test acc", "best test acc",
-    "acc in hole: final / best; rest of test: final; best test acc if the hole is never learned",
-    "final acc, test pairs with / without their swap in train",
-    "1000 steps after test acc>=0.9: max train loss / min test acc / share of evals with test "
-    "acc<0.9", "C_Fourier at generalization", f"attn entropy at {AT}", f"SR-train at {AT}",
-    f"eff. rank at {AT}", "eff. rank: peak / at generalization",
-    "rank corr with test loss: MED / eff. rank", "key frequencies of W_E",
-    "test acc>=0.95 at", "vs baseline (same setting, no intervention): Mann-Whitney U / p",
-    "seed-mean test loss <= 0.01 at (Singh et al.'s statistic); first seed / all seeds"]
+def first_at_or_above(steps, values, thr):
+    """The first step whose value is >= thr (an accuracy), or None."""
+    hit = np.nonzero(np.asarray(values) >= thr)[0]
+    return int(np.asarray(steps)[hit[0]]) if len(hit) else None
 
 
 def hole_column(rs):
     """Gu et al.'s dug-out regions: is the hole learned (final and best accuracy in it), the
     rest of the test set, and the bound on test accuracy if the hole is never learned."""
-    if not all(not np.isnan(float(r.get("hole_bound", np.nan))) for r in rs):
+    if any(np.isnan(float(r.get("hole_bound", np.nan))) for r in rs):  # a run without a hole
         return "-"
-    v = lambda f: [float(f(r)) for r in rs]
-    return " / ".join(fmt(x, 3) for x in (v(lambda r: r["hole_acc"][-1]),
-                                           v(lambda r: np.max(r["hole_acc"])),
-                                           v(lambda r: r["rest_acc"][-1]),
-                                           v(lambda r: r["hole_bound"])))
+    final_in_hole = [float(r["hole_acc"][-1]) for r in rs]
+    best_in_hole = [float(np.max(r["hole_acc"])) for r in rs]
+    final_rest = [float(r["rest_acc"][-1]) for r in rs]
+    bound = [float(r["hole_bound"]) for r in rs]
+    return " / ".join(fmt(v, 3) for v in (final_in_hole, best_in_hole, final_rest, bound))
 
 
 INTERVENTIONS = ("optimizer", "grokfast", "gf_alpha", "gf_window", "gf_lamb", "orthograd", "loss")
@@ -280,58 +332,96 @@ def baselines(groups):
     """Each configuration's baseline (or None): the same setting, no intervention (every other
     INTERVENTIONS option at its default) and the setting's most common lr and optimizer (a tie:
     the defaults; Grokfast's own setting trains with Adam: its baseline is Adam, no filter)."""
-    d, update = Config(), lambda c: (c.lr, c.optimizer)
-    plain = lambda c: all(getattr(c, k) == getattr(d, k) for k in INTERVENTIONS if k != "optimizer")
-    setting = lambda c: tuple((k, v) for k, v in c.to_dict().items()
-                              if k not in IGNORED + INTERVENTIONS + ("lr",))
+    default = Config()
+    update = lambda cfg: (cfg.lr, cfg.optimizer)
+    plain = lambda cfg: all(getattr(cfg, k) == getattr(default, k)
+                            for k in INTERVENTIONS if k != "optimizer")
+    setting = lambda cfg: tuple((k, v) for k, v in cfg.to_dict().items()
+                                if k not in IGNORED + INTERVENTIONS + ("lr",))
     seen, out = {}, {}
     for runs in groups.values():
-        seen.setdefault(setting(runs[0][1]), []).extend(update(c) for _, c, _, _ in runs)
+        seen.setdefault(setting(runs[0][1]), []).extend(update(cfg) for _, cfg, _, _ in runs)
     for lab, runs in groups.items():
         s = setting(runs[0][1])
-        want = max(Counter(seen[s]).items(), key=lambda kv: (kv[1], kv[0] == update(d)))[0]
+        # the most common update of the setting; a tie: the default's
+        want = max(Counter(seen[s]).items(), key=lambda kv: (kv[1], kv[0] == update(default)))[0]
         out[lab] = next((g for g in groups.values() if setting(g[0][1]) == s
                          and plain(g[0][1]) and update(g[0][1]) == want), None)
     return out
 
 
-def summary_row(lab, runs, base=None):
-    """One configuration's row of HEADER; runs: [(run, cfg, metrics, analysis), ...]; base:
-    the runs of its baseline configuration, if any."""
+def run_columns(lab, runs, base=None):
+    """summary.md's columns of one configuration that read its training metrics, as (title,
+    cell) pairs; runs: [(run, cfg, metrics, analysis), ...]; base: the runs of its baseline
+    configuration, if any."""
     ms, rs = [m for _, _, m, _ in runs], [r for _, _, _, r in runs]
     te = grok_steps(runs)
     got = [s for s in te if s is not None]
-    at_grok = lambda k: [at(r, k, g) for r, g in zip(rs, te) if g is not None]
-    both = lambda keys, d: " / ".join(fmt([float(r.get(k, np.nan)) for r in rs], d) for k in keys)
     slings = (("train_loss", np.max, 2), ("test_acc", np.min, 3),
               ("test_acc", lambda a: np.mean(a < 0.9), 2))
-    return [lab, " ".join(str(c.seed) for _, c, _, _ in runs),
-            fmt([first_below(m["step"], m["train_loss"]) for m in ms]), fmt(te),
-            f"{sum(x is not None for x in te)}/{len(te)}",
-            fmt([first_below(m["step"], -m["test_acc"], -0.9) for m in ms]),
-            f"{np.mean([m['test_acc'][-1] for m in ms]):.3f}",
-            fmt([float(np.max(m["test_acc"])) for m in ms], 3),
-            hole_column(rs), both(("swap_acc", "noswap_acc"), 3),
-            " / ".join(fmt([after_grok(m, k, f) for m in ms], d) for k, f, d in slings),
-            fmt(at_grok("c_fourier"), 2),
-            *(fmt([at(r, k) for r in rs], 3 if k == "attn_entropy" else 2)
-              for k in ("attn_entropy", "sr_train", "eff_rank")),
-            # Singh et al.: generalization comes with compressible features (low eff. rank)
-            fmt([float(np.max(r["eff_rank"])) for r in rs], 1) + " / "
-            + fmt(at_grok("eff_rank"), 1),
-            " / ".join(f"{np.mean([rank_corr(r[k], r['test_loss']) for r in rs]):.2f}"
-                       for k in ("med", "eff_rank")),
-            "; ".join(str([int(k) for k in r["keys_embed"]]) for r in rs),
-            fmt([first_below(m["step"], -m["test_acc"], -0.95) for m in ms]),
-            "-" if base is None or base is runs else
-            "U {:g} / p {:.3f}".format(*mann_whitney(te, grok_steps(base))),
-            f"{mean_curve_step(runs) or 'not reached'}; {min(got) if got else 'none'} / "
-            f"{max(got) if len(got) == len(te) else 'not all'}"]
+    if base is None or base is runs:
+        vs_base = "-"
+    else:
+        vs_base = "U {:g} / p {:.3f}".format(*mann_whitney(te, grok_steps(base)))
+    swaps = [fmt([float(r.get(k, np.nan)) for r in rs], 3) for k in ("swap_acc", "noswap_acc")]
+    return [
+        ("configuration", lab),
+        ("seeds", " ".join(str(cfg.seed) for _, cfg, _, _ in runs)),
+        ("train<=0.01 (mean +- std)", fmt([first_below(m["step"], m["train_loss"]) for m in ms])),
+        ("test<=0.01 (mean +- std)", fmt(te)),
+        ("reached", f"{len(got)}/{len(te)}"),
+        ("test acc>=0.9 at", fmt([first_at_or_above(m["step"], m["test_acc"], 0.9) for m in ms])),
+        ("final test acc", f"{np.mean([m['test_acc'][-1] for m in ms]):.3f}"),
+        ("best test acc", fmt([float(np.max(m["test_acc"])) for m in ms], 3)),
+        ("acc in hole: final / best; rest of test: final; best test acc if the hole is never "
+         "learned", hole_column(rs)),
+        ("final acc, test pairs with / without their swap in train", " / ".join(swaps)),
+        ("1000 steps after test acc>=0.9: max train loss / min test acc / share of evals with "
+         "test acc<0.9", " / ".join(fmt([after_grok(m, k, f) for m in ms], d)
+                                     for k, f, d in slings)),
+        ("key frequencies of W_E", "; ".join(str([int(k) for k in r["keys_embed"]]) for r in rs)),
+        ("test acc>=0.95 at", fmt([first_at_or_above(m["step"], m["test_acc"], 0.95)
+                                   for m in ms])),
+        ("vs baseline (same setting, no intervention): Mann-Whitney U / p", vs_base),
+        ("seed-mean test loss <= 0.01 at (Singh et al.'s statistic); first seed / all seeds",
+         f"{mean_curve_step(runs) or 'not reached'}; {min(got) if got else 'none'} / "
+         f"{max(got) if len(got) == len(te) else 'not all'}"),
+    ]
 
 
-def summary_rows(groups):
+# The statistics a MEASURES entry may ask summary.md for (its `summary`): column title, and the
+# value of one seed from its analysis r, the measure's key and the seed's generalization step
+# (None: never). A measure this run's analysis lacks (NaN) shows as '-'.
+SUMMARIES = {
+    "at": (f"at {AT}", lambda r, key, grok: at(r, key)),
+    "at_grok": ("at generalization",
+                lambda r, key, grok: None if grok is None else at(r, key, grok)),
+    "peak": ("peak", lambda r, key, grok: float(np.max(r[key])) if key in r else np.nan),
+    "corr": ("rank corr with test loss",
+             lambda r, key, grok: rank_corr(r[key], r["test_loss"]) if key in r else np.nan),
+}
+
+
+def measure_columns(runs):
+    """summary.md's columns of the measures that ask for them (MEASURES' summary), as (title,
+    cell) pairs: each statistic's mean +- std over the seeds."""
+    rs, te = [r for _, _, _, r in runs], grok_steps(runs)
+    columns = []
+    for key, m in MEASURES.items():
+        for stat in m.summary:
+            title, value = SUMMARIES[stat]
+            cell = fmt([value(r, key, g) for r, g in zip(rs, te)], m.digits)
+            columns.append((f"{m.label} {title}", cell))
+    return columns
+
+
+def summary_table(groups):
+    """summary.md's header and rows, one row per configuration."""
     base = baselines(groups)
-    return [summary_row(lab, runs, base[lab]) for lab, runs in groups.items()]
+    rows = [run_columns(lab, runs, base[lab]) + measure_columns(runs)
+            for lab, runs in groups.items()]
+    header = [title for title, _ in rows[0]] if rows else ["configuration"]
+    return header, [[cell for _, cell in row] for row in rows]
 
 
 def markdown(header, rows):
@@ -341,12 +431,12 @@ def markdown(header, rows):
 
 def write_summary(root, groups):
     """runs/summary.csv and runs/summary.md, one row per configuration."""
-    rows = summary_rows(groups)
+    header, rows = summary_table(groups)
     with open(os.path.join(root, "summary.csv.tmp"), "w", newline="") as f:
-        csv.writer(f).writerows([HEADER] + rows)
+        csv.writer(f).writerows([header] + rows)
     os.replace(os.path.join(root, "summary.csv.tmp"), os.path.join(root, "summary.csv"))
     with open(os.path.join(root, "summary.md.tmp"), "w") as f:
-        f.write(markdown(HEADER, rows))
+        f.write(markdown(header, rows))
     os.replace(os.path.join(root, "summary.md.tmp"), os.path.join(root, "summary.md"))
 
 
@@ -364,11 +454,15 @@ def cross_run(root, done):
     """Figures across runs and the summary table; done: {run: (cfg, metrics, analysis)}."""
     import plots  # matplotlib only when drawing
     groups, varying = group_runs(done)
+    # each measure with a figure (MEASURES' figure); dots at the mean generalization step on
+    # those that summary.md shows at generalization
+    drawn = [(key, m.figure, m.log) for key, m in MEASURES.items() if m.figure]
+    dots = {key: {lab: grok_dot(runs, key) for lab, runs in groups.items()}
+            for key, m in MEASURES.items() if m.figure and "at_grok" in m.summary}
     plots.cross_run_figures(
         root, {lab: [(m, r) for _, _, m, r in runs] for lab, runs in groups.items()},
-        grok={lab: grok_steps(runs) for lab, runs in groups.items()},
-        dots={lab: grok_dot(runs, "c_fourier") for lab, runs in groups.items()},
-        sweeps=sweeps(groups, varying), thr=GROK)
+        grok={lab: grok_steps(runs) for lab, runs in groups.items()}, dots=dots,
+        sweeps=sweeps(groups, varying), thr=GROK, measures=drawn)
     write_summary(root, groups)
 
 

@@ -98,9 +98,12 @@ def forward_fn(model, fast=True):
     cfg = model.cfg
     if fast and has_table(cfg):
         table = mlp_table if cfg.model == "mlp" else transformer_table
-        return lambda P, B, x, train=True: table(cfg, P, B["alpha"], x, train)
+        return lambda P, buffers, x, train=True: table(cfg, P, buffers["alpha"], x, train)
     base = copy.deepcopy(model).to("meta")  # the code; the parameters come in P
-    return lambda P, B, x, train=True: functional_call(base.train(train), (P, B), (x,))
+
+    def reference(P, buffers, x, train=True):
+        return functional_call(base.train(train), (P, buffers), (x,))
+    return reference
 
 
 def check_forward(model, fn, x, y):
@@ -108,13 +111,13 @@ def check_forward(model, fn, x, y):
     probe batch (x, y). In float64, so rounding cannot hide a real difference; each from one
     seed, so dropout draws the same masks in both, and training's random state is untouched."""
     ref = copy.deepcopy(model).double()
-    P, B = dict(ref.named_parameters()), dict(ref.named_buffers())
+    P, buffers = dict(ref.named_parameters()), dict(ref.named_buffers())
 
     def seeded(f):
         with torch.random.fork_rng(devices=[x.device.index] if x.is_cuda else []):
             torch.manual_seed(0)
             return f()
-    want, got = seeded(lambda: ref(x)), seeded(lambda: fn(P, B, x))
+    want, got = seeded(lambda: ref(x)), seeded(lambda: fn(P, buffers, x))
     err = float((got - want).detach().abs().max() / want.detach().abs().max())
     grads = [torch.autograd.grad(F.cross_entropy(out, y), list(P.values()), allow_unused=True)
              for out in (want, got)]
@@ -124,9 +127,10 @@ def check_forward(model, fn, x, y):
         elif gw is not None:
             err = max(err, float((gg - gw).norm() / gw.norm().clamp_min(1e-300)))
     if err > 1e-9:
+        table = "mlp_table" if model.cfg.model == "mlp" else "transformer_table"
         raise Stop(f"fast.py's forward no longer matches model.py (relative difference {err:.1e} "
-                   f"on a probe batch): port your change to fast.py, or train on model.py with "
-                   f"--no-fast")
+                   f"on a probe batch): port your change to fast.{table}, or train on model.py "
+                   f"with --no-fast")
 
 
 def unused(model, fn):
@@ -163,11 +167,14 @@ class Stacked(nn.Module):
             # they copy, and model.py's forward runs ~1.7x slower so): run by run, as alone
             cols = [p.unbind(0) for p in self.flat]  # views; unbind's backward is one stack
             bufs = {n: b.unbind(0) for n, b in self.bufs.items()}
-            return torch.stack([fn({n: c[r] for n, c in zip(self.names, cols)},
-                                   {n: b[r] for n, b in bufs.items()}, x[r], train)
-                                for s, e, fn in self.groups for r in range(s, e)])
+            outs = []
+            for first, end, fn in self.groups:
+                for r in range(first, end):
+                    params = {n: col[r] for n, col in zip(self.names, cols)}
+                    outs.append(fn(params, {n: b[r] for n, b in bufs.items()}, x[r], train))
+            return torch.stack(outs)
         # dropout: each run its own masks, all from torch's one generator
-        out = [vmap(lambda P, B, x: fn(P, B, x, train), randomness="different")(
+        out = [vmap(lambda P, buffers, x: fn(P, buffers, x, train), randomness="different")(
                    {n: p[s:e] for n, p in zip(self.names, self.flat)},
                    {n: b[s:e] for n, b in self.bufs.items()}, x[s:e])
                for s, e, fn in self.groups]
@@ -180,15 +187,18 @@ def build_runs(models, fast=True, probe=None):
     never reads. probe (x, y): check every distinct forward against model.py first."""
     fns = [forward_fn(m, fast) for m in models]
     if probe is not None and fast and has_table(models[0].cfg):
-        for m, fn in {m.cfg.ln: (m, fn) for m, fn in zip(models, fns)}.values():
+        one_per_placement = {m.cfg.ln: (m, fn) for m, fn in zip(models, fns)}
+        for m, fn in one_per_placement.values():
             check_forward(m, fn, *probe)
-    skip = [unused(m, fn) for m, fn in zip(models, fns)]
+    unread = [unused(m, fn) for m, fn in zip(models, fns)]
     if len(models) > 1:
         model = Stacked(models, fast, fns)
-        return model, model, skip
+        return model, model, unread
     m, fn = models[0], fns[0]
-    return m, lambda x, train=True: fn(dict(m.named_parameters()), dict(m.named_buffers()),
-                                       x[0], train)[None], skip
+
+    def forward(x, train=True):  # (1, N, 3) -> (1, N, n_out), as a stack of one
+        return fn(dict(m.named_parameters()), dict(m.named_buffers()), x[0], train)[None]
+    return m, forward, unread
 
 
 def named_params(model):
@@ -199,7 +209,7 @@ def named_params(model):
 
 def run_states(model, opt):
     """Each run's model state_dict and optimizer state_dict on the CPU, sliced out of a stack
-    (every optimizer state tensor has the parameter's leading run axis, or none).
+    (every optimizer state tensor has the run axis first: optim.py's state rule).
     Copied to the CPU once (not per run and tensor), and each slice cloned: torch.save of a
     view would write the whole stack's storage into every run's file."""
     sd = opt.state_dict()
@@ -207,11 +217,12 @@ def run_states(model, opt):
     if not isinstance(model, Stacked):
         return [({n: t.cpu() for n, t in model.state_dict().items()}, dict(sd, state=state))]
     params = {n: p.detach().cpu() for n, p in named_params(model)}
-    slice_ = lambda v, r: v[r].clone() if v.dim() else v
-    return [({n: p[r].clone() for n, p in params.items()},
-             dict(sd, state={i: {k: slice_(v, r) for k, v in st.items()}
-                             for i, st in state.items()}))
-            for r in range(len(model.flat[0]))]
+    runs = []
+    for r in range(len(model.flat[0])):
+        run_params = {n: p[r].clone() for n, p in params.items()}
+        run_state = {i: {k: v[r].clone() for k, v in st.items()} for i, st in state.items()}
+        runs.append((run_params, dict(sd, state=run_state)))
+    return runs
 
 
 def load_runs(model, opt, cks):
@@ -223,10 +234,8 @@ def load_runs(model, opt, cks):
         with torch.no_grad():
             for n, p in named_params(model):
                 p.copy_(torch.stack([ck["model"][n] for ck in cks]))
-        stack = lambda i, k, v: torch.stack([ck["optim"]["state"][i][k] for ck in cks]) \
-            if v.dim() else v
-        sd["state"] = {i: {k: stack(i, k, v) for k, v in st.items()}
-                       for i, st in sd["state"].items()}
+        stack = lambda i, k: torch.stack([ck["optim"]["state"][i][k] for ck in cks])
+        sd["state"] = {i: {k: stack(i, k) for k in st} for i, st in sd["state"].items()}
     opt.load_state_dict(sd)
 
 

@@ -1,23 +1,29 @@
 """
 What is measured: the progress measures of the four papers, each defined on plain arrays or on
 the model (and tested on hand-made inputs), and the registries that name them in analysis.npz,
-which analyze.py runs over a run's checkpoints. A measure is one function plus one line in a
-registry, MEASURES (every checkpoint) or FINAL (the last), reading the checkpoint's context c:
+which analyze.py runs over a run's checkpoints. A measure is one function plus one entry in a
+registry, MEASURES (every checkpoint) or FINAL (the last), reading the checkpoint's context c.
+A MEASURES entry also says how summary.md and the cross-run figures show it:
 
     def embed_max(E):                                # the definition, tested on a made-up input
         return float(E.abs().max())
-    MEASURES = {..., "embed_max": lambda c: embed_max(c.E)}   # its key in analysis.npz
+    MEASURES = {..., "embed_max": Measure(lambda c: embed_max(c.E), "max |W_E|", ("at",),
+                                          figure="largest embedding entry")}
 
-A change of a measure, or of a function or constant it calls, makes analyze.py recompute runs.
+A change of a measure, of a function or constant it calls or of the model code it runs (not of
+Config or of how the outputs show it) makes analyze.py recompute runs (analyze.stamp).
 """
 import types
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import torch
+import torch.nn as nn
 import torch.nn.functional as F
 from torch.func import functional_call, grad, vmap
 
-from data import all_pairs, hole_mask, train_mask
+from data import Stop, all_pairs, hole_mask, train_mask
 from fourier import (ONE_FREQ, ce, component_norms, cos_fit_r2, cos_template_r2, excluded_loss,
                      fourier_basis, frequency_norms, key_frequencies, neuron_frequencies,
                      restricted_loss)
@@ -177,20 +183,33 @@ def run_context(cfg, model, final):
     g = torch.Generator().manual_seed(0)
     ntk_idx = torch.nonzero(train).flatten()[torch.randperm(int(train.sum()), generator=g)[:N_NTK]]
     attn_idx = torch.randperm(cfg.p * cfg.p, generator=g)[:N_ATTN]
-    B = fourier_basis(cfg.p)
-    model.load_state_dict(final["model"])
-    keys = lambda W: key_frequencies(frequency_norms(W.detach(), B))
+    basis = fourier_basis(cfg.p)
+    load_weights(model, final)
+    keys = lambda W: key_frequencies(frequency_norms(W.detach(), basis))
     # the Fourier-algorithm measures use the directions of a+b
     return types.SimpleNamespace(cfg=cfg, p=cfg.p, is_add=cfg.op == "add", x=x, y=y, valid=valid,
                                  train=train, test=valid & ~train, ntk_idx=ntk_idx,
-                                 attn_idx=attn_idx, B=B, keys=keys(neuron_logit_map(model, cfg)),
+                                 attn_idx=attn_idx, basis=basis,
+                                 keys=keys(neuron_logit_map(model, cfg)),
                                  keys_embed=keys(embedding(model, cfg)), memo={})
+
+
+def load_weights(model, ck):
+    """The checkpoint's weights into the model, or Stop in one line if they do not fit it
+    (a checkpoint of an older model.py: other parameter names or shapes)."""
+    try:
+        model.load_state_dict(ck["model"])
+    except RuntimeError as e:
+        details = [line.strip() for line in str(e).splitlines()[1:] if line.strip()]
+        raise Stop(f"the checkpoint of step {ck['step']} does not fit this model.py "
+                   f"({details[0] if details else 'other parameters'}): analyse it with the "
+                   f"code that trained it")
 
 
 def load_checkpoint_into(c, model, ck):
     """c at checkpoint ck: the model in float64 and in eval mode (the trained function, no
     dropout mask) and one forward over every pair."""
-    model.load_state_dict(ck["model"])
+    load_weights(model, ck)
     c.model, c.step, c.cache = model.double().eval(), ck["step"], {}
     c.logits = c.model(c.x, cache=c.cache).double()
     c.L = c.logits[:, :c.p]
@@ -202,34 +221,54 @@ def load_checkpoint_into(c, model, ck):
 # checkpoint), c.cfg, c.p, c.step; c.x, c.y every pair [a, b, '='] (row a*p + b) and its label;
 # masks c.train, c.test, c.valid; c.logits (one forward over every pair), c.L its first p
 # classes, c.cache that forward's cache; c.E the first operand's embedding (c.E_b the
-# second's), c.B the Fourier basis, c.keys / c.keys_embed the key frequencies of W_L / W_E,
-# c.is_add; fixed example sets
-# c.ntk_idx, c.attn_idx; and c.memo, a dict kept over the run's checkpoints (for state such as
-# the NTK at the first checkpoint). It returns a number or an array of one shape at every
-# checkpoint.
+# second's), c.basis the Fourier basis, c.keys / c.keys_embed the key frequencies of W_L /
+# W_E, c.is_add; fixed example sets c.ntk_idx, c.attn_idx; and c.memo, a dict kept over the
+# run's checkpoints (for state such as the NTK at the first checkpoint). It returns a number or
+# an array of one shape at every checkpoint.
+
+
+@dataclass(frozen=True)
+class Measure:
+    """An entry of MEASURES: the measure, and how summary.md and the figures show it."""
+    fn: Callable         # the checkpoint's context c -> a number, or an array of one shape
+    label: str = ""      # its name in summary.md's column titles
+    # summary.md's columns, one per statistic over each seed's checkpoints (analyze.SUMMARIES):
+    # "at" its value at analyze.AT, "at_grok" at generalization, "peak" its largest value,
+    # "corr" its rank correlation with test loss; shown as mean +- std over the seeds
+    summary: tuple = ()
+    digits: int = 2      # decimals in summary.md
+    figure: str = ""     # y label of its cross-run figure, figures/<key>_by_config.png ("": none)
+    log: bool = False    # that figure's y axis logarithmic
 
 def attn_entropy_heads(c, average=False):
     """Per head (average: of the head-averaged weights), over all 3 query positions of N_ATTN
     fixed pairs, first block; transformer only."""
     if c.cfg.model != "transformer":
         return np.full(1, np.nan)
-    c2 = {}
-    c.model.residuals(c.x[c.attn_idx], cache=c2)  # all 3 queries
-    w = c2["attn"][0]
+    cache = {}
+    c.model.residuals(c.x[c.attn_idx], cache=cache)  # all 3 queries
+    w = cache["attn"][0]
     return attention_entropy(w.mean(1, keepdim=True) if average else w).numpy()
 
 
+NORMS = (nn.LayerNorm, nn.RMSNorm)  # what model.make_norm builds
+
+
 def sr_train(c):
-    """Singh et al.'s scale-removed train loss (their mlp-inpnorm): every LayerNorm removed,
-    x = x + attn(x, x, x), then x + mlp(x / ||x||); transformer only."""
+    """Singh et al.'s scale-removed train loss (their mlp-inpnorm): every norm removed, and each
+    block's MLP input u divided by ||u||: x = x + attn(x, x, x), then x + mlp(x / ||x||). Run
+    by the model's own forward (scale_free), its norm modules made the identity for the
+    call, so that an edited block is measured as it computes; transformer only."""
     if c.cfg.model != "transformer":
         return np.nan
-    m = c.model
-    x = m.embed(c.x[c.train]) + m.pos
-    for blk in m.blocks:
-        x = x + blk.attn(x, x, x, m.mask)
-        x = x + blk.fc2(blk.act(blk.fc1(x / x.norm(dim=-1, keepdim=True))))
-    return ce(m.alpha * (x[:, -1] @ m.unembed), c.y[c.train])
+    norms = [m for m in c.model.modules() if isinstance(m, NORMS)]
+    hooks = [m.register_forward_hook(lambda module, args, out: args[0]) for m in norms]
+    try:
+        logits = c.model(c.x[c.train], scale_free=True)
+    finally:
+        for h in hooks:
+            h.remove()
+    return ce(logits.double(), c.y[c.train])
 
 
 def ntk_distance(c):
@@ -252,45 +291,59 @@ def hessian(c, block):
     return lam
 
 
-MEASURES = {  # name in analysis.npz -> function of the checkpoint's context
-    "step": lambda c: c.step,
-    "train_loss": lambda c: ce(c.logits[c.train], c.y[c.train]),
-    "test_loss": lambda c: ce(c.logits[c.test], c.y[c.test]),
-    "restricted_loss": lambda c: restricted_loss(c.L, c.y, c.p, c.keys) if c.is_add else np.nan,
-    "excluded_loss": lambda c: (excluded_loss(c.L, c.y, c.p, c.keys, c.train) if c.is_add
-                                else np.nan),
+MEASURES = {  # name in analysis.npz -> Measure(function of the checkpoint's context, display)
+    "step": Measure(lambda c: c.step),
+    "train_loss": Measure(lambda c: ce(c.logits[c.train], c.y[c.train])),
+    "test_loss": Measure(lambda c: ce(c.logits[c.test], c.y[c.test])),
+    "restricted_loss": Measure(
+        lambda c: restricted_loss(c.L, c.y, c.p, c.keys) if c.is_add else np.nan),
+    "excluded_loss": Measure(
+        lambda c: excluded_loss(c.L, c.y, c.p, c.keys, c.train) if c.is_add else np.nan),
     # Nanda et al.: Gini of the norms of the p Fourier components (constant, cos k, sin k each)
-    "gini_embed": lambda c: gini(component_norms(c.E, c.B)),
-    "gini_logit": lambda c: gini(component_norms(neuron_logit_map(c.model, c.cfg), c.B)),
-    "c_fourier": lambda c: c_fourier(c.E),
-    "med": lambda c: (med(c.E) + med(c.E_b)) / 2,  # the operands' mean: Gu et al.'s code
+    "gini_embed": Measure(lambda c: gini(component_norms(c.E, c.basis))),
+    "gini_logit": Measure(
+        lambda c: gini(component_norms(neuron_logit_map(c.model, c.cfg), c.basis))),
+    "c_fourier": Measure(lambda c: c_fourier(c.E), "C_Fourier", ("at_grok",),
+                         figure="C_Fourier", log=True),
+    # the operands' mean: Gu et al.'s code
+    "med": Measure(lambda c: (med(c.E) + med(c.E_b)) / 2, "MED", ("corr",), figure="MED"),
     # Gu et al.'s one-hot variant: MED of the first MLP layer's output on the pairs (i, i)
-    "med_hidden": lambda c: med(diagonal(c, c.cache["mlp_act"])),
+    "med_hidden": Measure(lambda c: med(diagonal(c, c.cache["mlp_act"]))),
     # Gu et al.: weight decay makes the tokens uniform: the spread of ||phi(i)|| and of
     # ||phi(i+1) - phi(i)|| over the first operand's tokens
-    "norm_spread": lambda c: spread(c.E.norm(dim=1)),
-    "diff_spread": lambda c: spread((torch.roll(c.E, -1, 0) - c.E).norm(dim=1)),
+    "norm_spread": Measure(lambda c: spread(c.E.norm(dim=1))),
+    "diff_spread": Measure(lambda c: spread((torch.roll(c.E, -1, 0) - c.E).norm(dim=1))),
     # Gu et al.: is the dug-out region learned, or only the rest? (NaN without a hole)
-    "hole_acc": lambda c: accuracy(c, hole_mask(c.cfg) & c.valid),
-    "rest_acc": lambda c: accuracy(c, c.test & ~hole_mask(c.cfg)),
+    "hole_acc": Measure(lambda c: accuracy(c, hole_mask(c.cfg) & c.valid)),
+    "rest_acc": Measure(lambda c: accuracy(c, c.test & ~hole_mask(c.cfg))),
     # Singh et al.'s attention entropy: of the head-averaged weights (their README); ours, the
     # mean of the per-head entropies, is lower
-    "attn_entropy": lambda c: float(np.mean(attn_entropy_heads(c, average=True))),
-    "attn_entropy_per_head": lambda c: float(np.mean(attn_entropy_heads(c))),
-    "attn_entropy_heads": attn_entropy_heads,
-    "sr_train": sr_train,  # Singh et al.'s; ours keeps the LayerNorms and normalises LN(x):
-    "sr_train_ln": lambda c: ce(c.model(c.x[c.train], scale_free=True).double(), c.y[c.train]),
-    "eff_rank": lambda c: effective_rank(c.cache["resid"][c.test]),
-    "rank": lambda c: matrix_rank(c.cache["resid"][c.test]),
-    "spectrum_exponent": lambda c: spectrum_exponent(c.cache["resid"][c.test]),
-    "power_law_alpha": lambda c: power_law_alpha(singh_esd(c.cache["resid"][c.test])),  # theirs
-    "power_law_alpha_f64": lambda c: power_law_alpha(spectrum(c.cache["resid"][c.test]).numpy()),
-    "ntk_distance": ntk_distance,
-    "weight_norm": lambda c: sum(float((q ** 2).sum()) for q in c.model.parameters()),
-    "hessian_embed": lambda c: hessian(c, "embed.weight"),
-    "hessian_fc1": lambda c: hessian(c, "fc1.weight"),
-    "fourier_embed": lambda c: frequency_norms(c.E, c.B).numpy(),
-    "fourier_logit": lambda c: frequency_norms(neuron_logit_map(c.model, c.cfg), c.B).numpy(),
+    "attn_entropy": Measure(lambda c: float(np.mean(attn_entropy_heads(c, average=True))),
+                            "attn entropy", ("at",), digits=3,
+                            figure="attention entropy (nats)"),
+    "attn_entropy_per_head": Measure(lambda c: float(np.mean(attn_entropy_heads(c)))),
+    "attn_entropy_heads": Measure(attn_entropy_heads),
+    "sr_train": Measure(sr_train, "SR-train", ("at",), figure="SR-train loss (MLP input / ||.||)",
+                        log=True),
+    # ours keeps the norms and normalises the MLP's input after its norm
+    "sr_train_ln": Measure(
+        lambda c: ce(c.model(c.x[c.train], scale_free=True).double(), c.y[c.train])),
+    # Singh et al.: generalization comes with compressible features (low effective rank)
+    "eff_rank": Measure(lambda c: effective_rank(c.cache["resid"][c.test]), "eff. rank",
+                        ("at", "peak", "at_grok", "corr"), figure="effective rank of features"),
+    "rank": Measure(lambda c: matrix_rank(c.cache["resid"][c.test])),
+    "spectrum_exponent": Measure(lambda c: spectrum_exponent(c.cache["resid"][c.test])),
+    # Singh et al.'s fit, on their float32 eigenvalues; and on ours in float64
+    "power_law_alpha": Measure(lambda c: power_law_alpha(singh_esd(c.cache["resid"][c.test]))),
+    "power_law_alpha_f64": Measure(
+        lambda c: power_law_alpha(spectrum(c.cache["resid"][c.test]).numpy())),
+    "ntk_distance": Measure(ntk_distance, figure="||K_t - K_0|| / ||K_0||"),
+    "weight_norm": Measure(lambda c: sum(float((q ** 2).sum()) for q in c.model.parameters())),
+    "hessian_embed": Measure(lambda c: hessian(c, "embed.weight")),
+    "hessian_fc1": Measure(lambda c: hessian(c, "fc1.weight")),
+    "fourier_embed": Measure(lambda c: frequency_norms(c.E, c.basis).numpy()),
+    "fourier_logit": Measure(
+        lambda c: frequency_norms(neuron_logit_map(c.model, c.cfg), c.basis).numpy()),
 }
 
 
@@ -315,7 +368,7 @@ def swapped(c):
 def neurons(c):
     """Nanda et al.'s frequency of each MLP neuron and its share (fourier.neuron_frequencies)."""
     if "neurons" not in c.memo:
-        c.memo["neurons"] = neuron_frequencies(c.cache["mlp_act"], c.B)
+        c.memo["neurons"] = neuron_frequencies(c.cache["mlp_act"], c.basis)
     return c.memo["neurons"]
 
 

@@ -51,6 +51,10 @@ CHOICES = dict(op=tuple(OPS), split=SPLITS, model=("transformer", "mlp"),
                sampling=("random", "balanced"), optimizer=("adamw", "adam", "muon"),
                split_rng=("torch", "singh", "nanda"),
                grokfast=("none", "ema", "ma"), loss=("ce", "stablemax"))
+# the least value of each integer option: p 2, a seed or an offset 0, the others 1
+MINIMUMS = dict(p=2, n_layers=1, d_model=1, n_heads=1, d_mlp=1, steps=1, eval_every=1,
+                ckpt_every=1, gf_window=1, schedule_steps=1, seed=0, data_seed=0,
+                b_offset=0)
 
 
 def option(default, help):
@@ -81,7 +85,7 @@ class Config:
     d_model: int = option(128, "width of the residual stream (mlp: of each embedding)")
     n_heads: int = option(4, "attention heads")
     d_mlp: int = option(512, "MLP width")
-    act: str = option("gelu", "gelu | relu")
+    act: str = option("gelu", "activation: " + " | ".join(ACTS))
     causal: bool = option(False, "causal attention mask")
     dropout: float = option(0.0, "transformer: dropout on the MLP neurons (Nanda et al.)")
     ln: str = option("pre", "LayerNorm placement: " + " | ".join(LN_PLACEMENTS))
@@ -108,6 +112,8 @@ class Config:
     loss: str = option("ce", "ce (softmax cross-entropy) | stablemax (Prieto et al.)")
     l1: float = option(0.0, "L1 penalty: + l1 * sum |theta| to the loss stepped on (Nanda et al.)")
     steps: int = option(10000, "optimizer steps")
+    schedule_steps: Optional[int] = option(None, "steps an lr schedule spans (default --steps; "
+                                           "--resume keeps a run's first --steps)")
     batch_size: Optional[int] = option(None, "examples per step (default: all); data.Batches")
     sampling: str = option("random", "mini-batch order: random | balanced (tokens evenly)")
     dtype: str = option("float32", "float32 | float64")
@@ -120,7 +126,10 @@ class Config:
         unknown = set(d) - {f.name for f in fields(cls)}
         if unknown:
             raise ValueError(f"unknown config keys {sorted(unknown)}")
-        return cls(**{**d, **({"betas": tuple(d["betas"])} if "betas" in d else {})})  # JSON: lists
+        d = dict(d)
+        if "betas" in d:  # JSON has no tuples: a saved config holds them as lists
+            d["betas"] = tuple(d["betas"])
+        return cls(**d)
 
     def to_dict(self):
         return asdict(self)
@@ -142,13 +151,14 @@ class Config:
                 raise Stop(f"unknown --{flag(k)} {getattr(self, k)!r}; "
                            f"choose from {', '.join(allowed)}")
         p, d = self.p, self.d_model
-        for k in ("p", "n_layers", "d_model", "n_heads", "d_mlp", "steps", "eval_every",
-                  "ckpt_every", "gf_window", "seed", "data_seed", "b_offset"):
-            least = 2 if k == "p" else 0 if k in ("seed", "data_seed", "b_offset") else 1
-            v = getattr(self, k) or 0  # data_seed None; 2^63: the seeds numpy and torch take
-            if not least <= v < 2 ** 63:
-                raise Stop(f"--{flag(k)} {v} must be " + (f"at least {least}" if v < least else
-                                                        "below 2^63"))
+        for k, least in MINIMUMS.items():
+            v = getattr(self, k)
+            if v is None:  # data_seed: the run's --seed; schedule_steps: --steps
+                continue
+            if v < least:
+                raise Stop(f"--{flag(k)} {v} must be at least {least}")
+            if v >= 2 ** 63:  # the seeds numpy and torch take
+                raise Stop(f"--{flag(k)} {v} must be below 2^63")
         if self.op == "div" and any(p % q == 0 for q in range(2, int(p ** 0.5) + 1)):
             raise Stop(f"--op div needs a prime --p (b has no inverse mod {p})")
         if not 0 < self.frac < 1:
@@ -156,9 +166,12 @@ class Config:
         if self.split in ("square", "strip") and not 0 <= self.hole < p - 1:
             raise Stop(f"--hole {self.hole} must be in [0, {p - 2}] for p={p}: "
                        "the hole may not cover every a")
-        if self.model == "mlp" and self.dropout or self.model == "transformer" and \
-                (self.embed == "onehot" or self.mlp_eq or not self.bias):  # else ignored
-            raise Stop("--embed, --mlp-eq and --no-bias need --model mlp, --dropout a transformer")
+        # options of the other family would be silently ignored
+        mlp_only = self.embed == "onehot" or self.mlp_eq or not self.bias
+        if self.model == "transformer" and mlp_only:
+            raise Stop("--embed, --mlp-eq and --no-bias need --model mlp")
+        if self.model == "mlp" and self.dropout:
+            raise Stop("--dropout needs a transformer: the embedding-MLP has no dropout")
         if self.mlp_eq and self.embed == "onehot" and self.n_vocab > d:
             raise Stop(f"--mlp-eq: {self.n_vocab} one-hot tokens do not fit in --d-model {d}")
         if self.model == "mlp" and self.embed == "onehot" and self.b_offset:
@@ -170,26 +183,33 @@ class Config:
         if self.model == "transformer" and d % self.n_heads:
             raise Stop(f"--d-model {d} is not divisible by --n-heads {self.n_heads}")
         for k in ("lr", "alpha", "wd", "warmup", "eps", "l1", "ln_eps", "gf_lamb"):
-            v, pos = getattr(self, k), k in ("lr", "alpha")
-            if not (0 < v if pos else 0 <= v) or v == math.inf:  # nan fails both comparisons
-                raise Stop(f"--{flag(k)} {v} must be finite and {'> 0' if pos else '>= 0'}")
-        for k, v in (("betas", self.betas), ("gf-alpha", (self.gf_alpha,)),
-                     ("dropout", (self.dropout,))):
-            if not all(0 <= b < 1 for b in v):
-                raise Stop(f"--{k} {' '.join(map(str, v))} must be in [0, 1)")
+            v = getattr(self, k)
+            if k in ("lr", "alpha"):
+                ok, bound = 0 < v < math.inf, "> 0"
+            else:
+                ok, bound = 0 <= v < math.inf, ">= 0"
+            if not ok:  # nan too: it fails every comparison
+                raise Stop(f"--{flag(k)} {v} must be finite and {bound}")
+        for k, values in (("betas", self.betas), ("gf-alpha", (self.gf_alpha,)),
+                          ("dropout", (self.dropout,))):
+            if not all(0 <= b < 1 for b in values):
+                raise Stop(f"--{k} {' '.join(map(str, values))} must be in [0, 1)")
         if self.batch_size is not None and self.batch_size < 1:
             raise Stop(f"--batch-size {self.batch_size} must be at least 1")
         if self.sampling != "random" and self.batch_size is None:
             raise Stop(f"--sampling {self.sampling} orders mini-batches: it needs --batch-size")
-        try:
-            bad = self.emb_lr_ratio != "auto" and not 0 < float(self.emb_lr_ratio) < math.inf
-        except ValueError:
-            bad = True
-        if bad:
+        if self.emb_lr_ratio != "auto" and not is_positive_number(self.emb_lr_ratio):
             raise Stop(f"--emb-lr-ratio {self.emb_lr_ratio!r} must be a positive number or 'auto'")
-        if self.model == "mlp" and self.embed == "onehot" and \
-                (self.emb_lr_ratio == "auto" or float(self.emb_lr_ratio) != 1):
+        one_hot = self.model == "mlp" and self.embed == "onehot"
+        if one_hot and (self.emb_lr_ratio == "auto" or float(self.emb_lr_ratio) != 1):
             raise Stop("--emb-lr-ratio needs learned embeddings (--embed learned)")
+
+
+def is_positive_number(text):
+    try:
+        return 0 < float(text) < math.inf
+    except ValueError:
+        return False
 
 
 def flag(name):
@@ -217,8 +237,8 @@ def make_norm(cfg):
 
 class Attention(nn.Module):
     """Multi-head attention, written out. Parameter names and initialisation are those of
-    nn.MultiheadAttention without biases (W_O drawn first, then W_QKV), so a seed gives the
-    same weights as before and saved checkpoints load."""
+    nn.MultiheadAttention without biases (W_O drawn first, then W_QKV): a seed draws the weights
+    nn.MultiheadAttention would, and checkpoints carry its parameter names."""
 
     def __init__(self, d, n_heads):
         super().__init__()
@@ -255,7 +275,13 @@ class Block(nn.Module):
         self.fc1 = nn.Linear(cfg.d_model, cfg.d_mlp)
         self.fc2 = nn.Linear(cfg.d_mlp, cfg.d_model)
         self.drop = nn.Dropout(cfg.dropout)  # identity at 0 and in eval mode
-        if cfg.ln != "off":  # both norms exist (trained, decayed) whenever LN is on, as Singh
+        # ln1 is the attention sublayer's norm: of its query/key/value input (qk, v) or, with
+        # post, of its output; ln2 the MLP sublayer's: of its input (mlp) or, with post, of its
+        # output. Both exist whenever LN is on, as in Singh et al.'s code, so that runs of every
+        # placement have one parameter layout and train stacked (fast.Stacked). A norm the
+        # placement leaves out gets no gradient: AdamW does not move it, and in a stack it
+        # gets weight decay 0 (fast.unused), so it stays at its initial value.
+        if cfg.ln != "off":
             self.ln1, self.ln2 = make_norm(cfg), make_norm(cfg)
 
     def forward(self, x, mask=None, cache=None, scale_free=False, last_only=False):

@@ -3,10 +3,17 @@ The update rule: AdamW with per-run learning rates and weight decays, the schedu
 embedding learning-rate ratio. The one place to change how parameters move.
 
     opt = AdamW(params, betas=(0.9, 0.98), eps=1e-8, runs=R)
-    set_hyper(opt, names, cfgs, step, ratios, skip)   # each run's lr and wd at this step
+    set_hyper(opt, names, cfgs, step, ratios, unread)   # each run's lr and wd at this step
     loss.backward(); opt.step()
+
+The state rule: every tensor in the optimizer's state carries the run axis. In a stack of R runs
+its first axis is the run (a per-run scalar has shape (R,)); in a lone run it has the same shape
+without that axis. AdamW.run_zeros makes one, and AdamW.step refuses any other in a stack, so
+that checkpoints slice into runs and stack again (fast.run_states, fast.load_runs).
 """
 import torch
+
+from data import Stop
 
 
 class AdamW(torch.optim.Optimizer):
@@ -14,9 +21,10 @@ class AdamW(torch.optim.Optimizer):
     exactly as torch's does; tested), with lr and weight decay as tensors: one value per run of
     a stack, set in place before each step (set_hyper), so batched runs differ in them and a
     recorded CUDA graph reads the new values. Everything the update keeps lives in
-    self.state[p], which checkpoints, --resume, batched runs and the CUDA graph all carry.
+    self.state[p], which checkpoints, --resume, batched runs and the CUDA graph all carry, as
+    tensors that follow the state rule (run_zeros).
 
-    The interventions (issue: grokking accelerators compared fairly), each one switch here:
+    The interventions (grokking accelerators, compared on one model), each one switch here:
     coupled: Adam with L2 (torch.optim.Adam's weight_decay: wd * p joins the gradient) instead
     of decoupled decay; grokfast ("ema", alpha, lamb) or ("ma", window, lamb): Lee et al.'s
     gradient filters; orthograd: Prieto et al.'s gradient with its component along the weights
@@ -28,26 +36,33 @@ class AdamW(torch.optim.Optimizer):
         # capturable: torch's load_state_dict then puts 'step' on the parameter's device
         super().__init__(params, dict(betas=betas, eps=eps, capturable=True))
         # per parameter (runs,) float64, a value per run; not state: set_hyper sets them anew
-        new = lambda p: torch.zeros(runs, dtype=torch.float64, device=p.device)
-        self.lr, self.wd = ([new(p) for p in self.param_groups[0]["params"]] for _ in "lw")
-        self.values = [None] * len(self.lr)  # what they hold, on the host
-        self.stacked, self.coupled, self.grokfast = runs > 1, coupled, grokfast
+        params = self.param_groups[0]["params"]
+        self.lr = [torch.zeros(runs, dtype=torch.float64, device=p.device) for p in params]
+        self.wd = [torch.zeros(runs, dtype=torch.float64, device=p.device) for p in params]
+        self.values = [None] * len(params)  # what they hold, on the host
+        self.runs, self.stacked = runs, runs > 1
+        self.coupled, self.grokfast = coupled, grokfast
         self.orthograd, self.muon = orthograd, {id(p) for p in muon}
 
-    def set_hyper(self, lr, wd):
+    def run_zeros(self, p, *shape, dtype=None):
+        """A new state tensor of p that holds `shape` per run: (R, *shape) in a stack of R runs,
+        `shape` alone (a per-run scalar: run_zeros(p)). The only shape the state rule allows."""
+        return run_zeros(p, self.stacked, *shape, dtype=dtype)
+
+    def set_lr_wd(self, lr, wd):
         """lr and weight decay, per parameter a list of one value per run: copied in place (a
         recorded CUDA graph reads these tensors), only when they change, and to a GPU from
         pinned memory without waiting for it."""
         for i, values in enumerate(zip(lr, wd)):
             if values != self.values[i]:
                 self.values[i] = values
-                for t, v in zip((self.lr[i], self.wd[i]), values):
+                for target, v in zip((self.lr[i], self.wd[i]), values):
                     src = torch.tensor(v, dtype=torch.float64)
-                    t.copy_(src.pin_memory() if t.is_cuda else src, non_blocking=True)
+                    target.copy_(src.pin_memory() if target.is_cuda else src, non_blocking=True)
 
     def direction(self, p, grad, state):
         """The gradient the update sees: the one place for a gradient filter. Keep what it
-        needs in `state`, as tensors with p's leading run axis (in a stack)."""
+        needs in `state`, made with self.run_zeros or shaped like p (the state rule)."""
         if self.orthograd:
             grad = orthogonal(p, grad, self.stacked)
         if self.grokfast:
@@ -61,31 +76,75 @@ class AdamW(torch.optim.Optimizer):
             if p.grad is None:  # a parameter this run never reads
                 continue
             s = self.state[p]
-            per_run = lambda t: t.to(p.dtype).view(-1, *[1] * (p.dim() - 1))  # (R, 1, ...)
             if id(p) in self.muon:
-                muon_step(p, self.direction(p, p.grad, s), s, per_run(lr), per_run(wd))
+                muon_step(p, self.direction(p, p.grad, s), s, per_run(lr, p), per_run(wd, p))
+                self.check_state(s, p)
                 continue
-            if "step" not in s:  # torch.optim.AdamW's names and types
-                s["step"] = torch.zeros((), dtype=torch.float32, device=p.device)
+            if "step" not in s:  # torch.optim.AdamW's names and types, one step count per run
+                s["step"] = self.run_zeros(p, dtype=torch.float32)
                 s["exp_avg"], s["exp_avg_sq"] = torch.zeros_like(p), torch.zeros_like(p)
             grad = self.direction(p, p.grad, s)
+            self.check_state(s, p)
             s["step"] += 1
             if self.coupled:
-                grad = grad + p * per_run(wd)
+                grad = grad + p * per_run(wd, p)
             else:
-                p.mul_(per_run(1 - lr * wd))
+                p.mul_(per_run(1 - lr * wd, p))
             s["exp_avg"].lerp_(grad, 1 - b1)
             s["exp_avg_sq"].mul_(b2).addcmul_(grad, grad, value=1 - b2)
-            # a CUDA graph cannot read a host number; on the CPU a Python one, as torch's AdamW
-            t = s["step"].double() if p.is_cuda else s["step"].item()
-            denom = (s["exp_avg_sq"].sqrt() / (1 - b2 ** t) ** 0.5).add_(eps)
-            step = s["exp_avg"] * per_run(-(lr / (1 - b1 ** t))) / denom
+            bias1, bias2_sqrt = self.bias_corrections(s["step"])
+            if self.stacked:
+                bias2_sqrt = per_run(bias2_sqrt, p)
+            denom = (s["exp_avg_sq"].sqrt() / bias2_sqrt).add_(eps)
+            step = s["exp_avg"] * per_run(-(lr / bias1), p) / denom
             if eps == 0:  # moments exactly 0 (a parameter one run of a stack never reads): 0/0
                 step = torch.where(denom > 0, step, 0.0)
             p.add_(step)
 
+    def bias_corrections(self, step):
+        """Adam's 1 - b1^t and sqrt(1 - b2^t) at each run's step count t. On a GPU as tensors
+        (a CUDA graph cannot read a host number); on the CPU computed in Python, as torch's
+        AdamW does, so that a lone run rounds as torch's: numbers alone, and in a stack float64
+        tensors (R,) of the same numbers, so that each run rounds as it would alone."""
+        b1, b2 = self.defaults["betas"]
+        if step.is_cuda:
+            t = step.double()
+            return 1 - b1 ** t, (1 - b2 ** t) ** 0.5
+        if not self.stacked:
+            t = step.item()
+            return 1 - b1 ** t, (1 - b2 ** t) ** 0.5
+        counts = step.tolist()
+        bias1 = torch.tensor([1 - b1 ** t for t in counts], dtype=torch.float64)
+        bias2_sqrt = torch.tensor([(1 - b2 ** t) ** 0.5 for t in counts], dtype=torch.float64)
+        return bias1, bias2_sqrt
+
+    def check_state(self, state, p):
+        """The state rule, checked where it matters, in a stack: every state tensor's first
+        axis is the run. A lone run's state has no run axis to check."""
+        if not self.stacked:
+            return
+        for name, v in state.items():
+            if v.dim() == 0 or v.shape[0] != self.runs:
+                raise Stop(f"optimizer state {name!r} has shape {tuple(v.shape)} in a stack of "
+                           f"{self.runs} runs: every state tensor needs the run axis first "
+                           f"(make it with AdamW.run_zeros, or shaped like the parameter)")
+
+
+def run_zeros(p, stacked, *shape, dtype=None):
+    """Zeros on p's device in p's dtype (or `dtype`) of shape (R, *shape) if p is a stack of R
+    runs (stacked), else `shape`: optimizer state as the state rule wants it."""
+    runs = (len(p),) if stacked else ()
+    return torch.zeros(runs + shape, dtype=dtype or p.dtype, device=p.device)
+
+
+def per_run(v, p):
+    """A value per run, (R,) in a stack (or () alone), in p's dtype and shaped (R, 1, ...) to
+    broadcast against p: each run's slice of p meets its own value."""
+    return v.to(p.dtype).view(-1, *[1] * (p.dim() - 1))
+
 
 def per_run_flat(t, stacked):
+    """t with each run's values in one row: (R, n) in a stack, (1, n) alone."""
     return t.reshape(len(t) if stacked else 1, -1)
 
 
@@ -110,16 +169,23 @@ def grokfast(grad, state, kind, a, lamb, stacked):
         ema = state["grokfast_ema"]
         ema.copy_(ema * a + grad * (1 - a))  # their order of operations
         return grad + ema * lamb
-    w, axis = int(a), int(stacked)
+    window = int(a)
     if "grokfast_ring" not in state:
-        state["grokfast_ring"] = grad.unsqueeze(axis).repeat_interleave(w, axis) * 0
-        # in the parameter's dtype: torch's load_state_dict casts every state tensor to it
-        state["grokfast_count"] = torch.zeros((), dtype=grad.dtype, device=grad.device)
+        # (R, window, ...) in a stack, (window, ...) alone
+        state["grokfast_ring"] = run_zeros(grad, stacked, window, *grad.shape[stacked:])
+        # gradients seen, per run; in the parameter's dtype: torch's load_state_dict casts
+        # every state tensor to it
+        state["grokfast_count"] = run_zeros(grad, stacked)
     ring, count = state["grokfast_ring"], state["grokfast_count"]
-    ring.index_copy_(axis, (count % w).long().view(1), grad.unsqueeze(axis))
+    slot = (count % window).long()  # where this gradient goes, per run
+    if stacked:
+        ring.index_put_((torch.arange(len(ring), device=ring.device), slot), grad)
+    else:
+        ring.index_copy_(0, slot.view(1), grad.unsqueeze(0))
     count += 1
-    full = (count >= w).to(grad.dtype)  # a tensor, not a branch: a CUDA graph replays it
-    return grad + ring.sum(axis) / w * lamb * full
+    # a tensor, not a branch: a CUDA graph replays it
+    full = per_run(count >= window, grad)
+    return grad + ring.sum(int(stacked)) / window * lamb * full
 
 
 MUON = dict(momentum=0.95, ns=(3.4445, -4.7750, 2.0315), steps=5, eps=1e-7)  # torch's defaults
@@ -157,44 +223,58 @@ def muon_step(p, grad, s, lr, wd):
 
 def make_optimizer(cfg, named, runs):
     """The optimizer cfg asks for, over the (name, parameter) pairs of R runs."""
-    filt = {"ema": ("ema", cfg.gf_alpha, cfg.gf_lamb), "ma": ("ma", cfg.gf_window, cfg.gf_lamb),
-            "none": None}[cfg.grokfast]
-    # Muon moves the hidden matrices only (Jordan et al.): not the embeddings, positions or
-    # readout, and no vector
-    muon = [p for n, p in named if cfg.optimizer == "muon" and p.dim() - (runs > 1) == 2
-            and n.split(".")[0] not in ("embed", "pos", "unembed", "readout")]
-    return AdamW([p for _, p in named], cfg.betas, cfg.eps, runs, cfg.optimizer == "adam", filt,
-                 cfg.orthograd, muon)
+    filters = {"ema": ("ema", cfg.gf_alpha, cfg.gf_lamb), "ma": ("ma", cfg.gf_window, cfg.gf_lamb),
+               "none": None}
+    muon = []
+    if cfg.optimizer == "muon":
+        # Muon moves the hidden matrices only (Jordan et al.): not the embeddings, positions or
+        # readout, and no vector
+        run_axis = 1 if runs > 1 else 0
+        muon = [p for name, p in named if p.dim() - run_axis == 2
+                and name.split(".")[0] not in ("embed", "pos", "unembed", "readout")]
+    return AdamW([p for _, p in named], cfg.betas, cfg.eps, runs, coupled=cfg.optimizer == "adam",
+                 grokfast=filters[cfg.grokfast], orthograd=cfg.orthograd, muon=muon)
 
 
 def schedule(cfg, step):
     """(lr, weight decay) of a run at `step`: the one place for a schedule. Nanda et al.'s
-    linear warm-up gives step 0 lr 0."""
+    linear warm-up gives step 0 lr 0. A schedule over the run's length reads
+    schedule_length(cfg), not cfg.steps: --resume may extend --steps, and the schedule of a
+    resumed run keeps the length it started with."""
     f = min(step / cfg.warmup, 1.0) if cfg.warmup else 1.0
     lr = cfg.lr / (cfg.alpha ** 2 if cfg.alpha_lr else 1)
     return lr * f, cfg.wd * (1e-3 / cfg.lr if cfg.fix_wd else 1.0)
 
 
+def schedule_length(cfg):
+    """The steps a schedule spans: --schedule-steps, else --steps of the run's first launch
+    (train.py's --resume saves that in the run's config when it extends --steps)."""
+    return cfg.schedule_steps or cfg.steps
+
+
 @torch.no_grad()
-def emb_lr_ratio(P, cfg, f_E):
+def emb_lr_ratio(P, cfg, embed_frequency):
     """Embedding lr / lr of a run with parameters P (name -> tensor). 'auto' is AlQuabeh et
     al.'s rule c = s_max(E)/s_max(W) * f_W/f_E: W the first layer after the embedding; f the
     fraction of steps in which a block gets a gradient: f_W = 1 (every step), f_E =
-    data.token_frequency (1 with full batches)."""
+    embed_frequency (data.token_frequency; 1 with full batches)."""
     if cfg.emb_lr_ratio != "auto":
         return float(cfg.emb_lr_ratio)
     W = P["fc1.weight" if cfg.model == "mlp" else "blocks.0.attn.in_proj_weight"]
     ids = torch.arange(cfg.p, device=P["embed.weight"].device)
     E = P["embed.weight"][torch.cat([ids, ids + cfg.b_offset]).unique()]  # both operands' rows
-    return float(torch.linalg.matrix_norm(E, 2) / torch.linalg.matrix_norm(W, 2) / f_E)
+    ratio = torch.linalg.matrix_norm(E, 2) / torch.linalg.matrix_norm(W, 2) / embed_frequency
+    return float(ratio)
 
 
-def set_hyper(opt, names, cfgs, step, ratios, skip):
-    """Each run's lr and weight decay at `step`, per parameter, into the optimizer; returns
-    the runs' (lr, wd). skip[r]: the parameters run r never reads (weight decay 0)."""
-    hyper = [schedule(c, step) for c in cfgs]
-    opt.set_hyper([[lr * (ratios[r] if n == "embed.weight" else 1)
-                    for r, (lr, _) in enumerate(hyper)] for n in names],
-                  [[0.0 if n in skip[r] else wd for r, (_, wd) in enumerate(hyper)]
-                   for n in names])
-    return hyper
+def set_hyper(opt, names, cfgs, step, ratios, unread):
+    """Each run's lr and weight decay at `step` (schedule), per parameter, into the optimizer;
+    returns the runs' [(lr, wd), ...]. ratios[r]: run r's embedding lr ratio; unread[r]: the
+    names of the parameters run r never reads (weight decay 0, as a lone run never steps them)."""
+    lr_wd = [schedule(cfg, step) for cfg in cfgs]
+    lrs = [[lr * (ratios[r] if name == "embed.weight" else 1) for r, (lr, _) in enumerate(lr_wd)]
+           for name in names]
+    wds = [[0.0 if name in unread[r] else wd for r, (_, wd) in enumerate(lr_wd)]
+           for name in names]
+    opt.set_lr_wd(lrs, wds)
+    return lr_wd

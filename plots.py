@@ -1,7 +1,8 @@
 """
 Figures, drawn from arrays only: restyle without recomputing. Only draws; every number it
-marks (generalization steps, phases, sweeps) is computed by analyze.py and summary.py and passed
-in. Imports matplotlib and numpy only, nothing of this project.
+marks (generalization steps, phases, sweeps) and the list of measures drawn across runs (from
+measures.MEASURES) are computed by analyze.py and passed in. Imports matplotlib and numpy only,
+nothing of this project.
 """
 import os
 
@@ -133,20 +134,16 @@ def heatmaps(path, r):
 
 # ---------------------------------------------------------------- across runs
 
-BY_CONFIG = [  # (key, y label, log scale, from metrics.npz rather than analysis.npz)
-    ("c_fourier", "C_Fourier", True, False),
-    ("sr_train", "SR-train loss (MLP input / ||.||)", True, False),
-    ("attn_entropy", "attention entropy (nats)", False, False), ("med", "MED", False, False),
-    ("eff_rank", "effective rank of features", False, False),
-    ("ntk_distance", "||K_t - K_0|| / ||K_0||", False, False),
-    ("update_norm", "update norm ||theta_t+1 - theta_t||", True, True)]
+# training metrics drawn across runs, as the measures: (key in metrics.npz, y label, log scale)
+METRICS_BY_CONFIG = [("update_norm", "update norm ||theta_t+1 - theta_t||", True)]
 
 
-def cross_run_figures(root, groups, grok, dots, sweeps, thr):
+def cross_run_figures(root, groups, grok, dots, sweeps, thr, measures=()):
     """groups: {configuration: [(metrics, analysis) of each seed]}; grok: {configuration: each
-    seed's step to test loss <= thr, None where it did not get there}; dots: {configuration:
-    (mean generalization step, mean C_Fourier there)}; sweeps: {option: (baseline, {series:
-    [(value, steps to generalize or NaN, best test accuracy)]})}."""
+    seed's step to test loss <= thr, None where it did not get there}; dots: {measure:
+    {configuration: (mean generalization step, the measure's mean there)}}; sweeps: {option:
+    (baseline, {series: [(value, steps to generalize or NaN, best test accuracy)]})};
+    measures: [(key in analysis.npz, y label, log scale)], each drawn as <key>_by_config.png."""
     out = os.path.join(root, "figures")
     os.makedirs(out, exist_ok=True)
     # (colour, line style): the colour cycle has 10 colours, so configurations 11-20 are dashed
@@ -156,17 +153,20 @@ def cross_run_figures(root, groups, grok, dots, sweeps, thr):
                         {f"steps until test loss <= {thr}": grok},
                         {lab: [m["step"][-1] for m, _ in runs] for lab, runs in groups.items()},
                         styles)
-    for key, ylab, log, metric in BY_CONFIG:
-        if not any(np.isfinite(x[0 if metric else 1][key]).any()
+    from_analysis = [(key, ylab, log, 1) for key, ylab, log in measures]
+    from_metrics = [(key, ylab, log, 0) for key, ylab, log in METRICS_BY_CONFIG]
+    for key, ylab, log, source in from_analysis + from_metrics:
+        if not any(np.isfinite(x[source][key]).any()
                    for runs in groups.values() for x in runs):
             continue  # undefined for every run here (an MLP has no attention, no SR-train)
         fig, ax = plt.subplots(figsize=(7, 4.5))
         for lab, runs in groups.items():
-            band(ax, runs, key, lab, styles[lab], source=0 if metric else 1)
-            if key == "c_fourier" and dots.get(lab) is not None:
-                ax.plot(*dots[lab], "o", color=styles[lab][0], mec="k")
+            band(ax, runs, key, lab, styles[lab], source=source)
+            dot = dots.get(key, {}).get(lab)
+            if dot is not None:
+                ax.plot(*dot, "o", color=styles[lab][0], mec="k")
         ax.set(yscale="log" if log else "linear", xlabel="step", ylabel=ylab,
-               title=ylab + (" (dots: mean generalization step)" if key == "c_fourier" else ""))
+               title=ylab + (" (dots: mean generalization step)" if key in dots else ""))
         ax.legend(fontsize=7)
         save(fig, os.path.join(out, f"{key}_by_config.png"))
     for opt, (base, series) in sweeps.items():
@@ -206,7 +206,7 @@ def steps_to_generalize(path, stats, last, styles):
     labs = list(last)
     toks = [l.split(", ") for l in labs]
     keyed = len(labs) > 1 and len({len(t) for t in toks}) == 1  # the same keys in every label
-    common = [max(c, key=c.count) for c in zip(*toks)] if keyed else []  # ties: the first
+    common = [max(col, key=col.count) for col in zip(*toks)] if keyed else []  # ties: the first
     ticks = [", ".join(t for t in ts if t not in common) or "the most common values"
              for ts in toks]
     fig, axs = plt.subplots(len(stats), 1, figsize=(max(6, 1.3 * len(labs)), 3.5 * len(stats)),

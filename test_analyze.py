@@ -8,6 +8,9 @@ place, and which module imports which.
 import ast
 import csv
 import os
+import shutil
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -18,7 +21,8 @@ import fourier
 import measures as M
 import plots
 import stats
-from data import make_data
+from conftest import HERE
+from data import Stop, make_data
 from model import Config, build_model
 from train import train
 
@@ -95,10 +99,11 @@ def test_analyze_folder_of_runs_and_skip_bad_ones(tmp_path, capsys):
               "test acc>=0.9 at"):
         assert s in summary
     rows = list(csv.reader(open(tmp_path / "summary.csv")))
-    col = rows[0].index("eff. rank: peak / at generalization")
+    peak, at_grok = (rows[0].index(f"eff. rank {s}") for s in ("peak", "at generalization"))
     mlp = [r for r in rows if "model=mlp, embed=learned" in r[0]]
-    peak = np.load(tmp_path / "mlp_s0" / "analysis.npz")["eff_rank"].max()
-    assert len(mlp) == 1 and mlp[0][col] == f"{peak:.1f} +- 0.0 / not reached"
+    top = np.load(tmp_path / "mlp_s0" / "analysis.npz")["eff_rank"].max()
+    assert len(mlp) == 1 and mlp[0][peak] == f"{top:.2f} +- 0.00"
+    assert mlp[0][at_grok] == "not reached"
     # unchanged checkpoints: not recomputed
     mtime = os.path.getmtime(tmp_path / "pre_s0" / "analysis.npz")
     A.analyse_run(str(tmp_path / "pre_s0"))
@@ -137,6 +142,19 @@ def test_phases_on_hand_made_curves():
     assert A.phases(never) == (1400, None, None)
 
 
+def test_checkpoints_of_another_model_shape_stop_in_one_line_naming_the_run(tmp_path):
+    run = tiny_run(tmp_path, "old", steps=20)
+    for f in os.listdir(run / "ckpt"):  # as if trained by a model.py with a wider first layer
+        ck = torch.load(run / "ckpt" / f, weights_only=True)
+        ck["model"]["blocks.0.fc1.weight"] = torch.zeros(65, 32)
+        torch.save(ck, run / "ckpt" / f)
+    with pytest.raises(Stop) as e:
+        A.analyse_run(str(run))
+    msg = str(e.value)
+    assert msg.startswith(f"{run}: the checkpoint of step 20 does not fit this model.py")
+    assert "blocks.0.fc1.weight" in msg and "\n" not in msg
+
+
 def test_analyze_bad_argument_is_one_line(tmp_path):
     with pytest.raises(SystemExit, match="is not a folder"):
         A.main([str(tmp_path / "nope")])
@@ -155,7 +173,7 @@ def test_stamp_follows_the_code_of_the_measures(tmp_path, monkeypatch):
     monkeypatch.setattr(A, "find_runs", lambda path: [])  # code no measure calls
     monkeypatch.setattr(A, "fmt", lambda values, digits=0: "")
     assert A.stamp(paths) == s
-    changes = [(M.MEASURES, "med", lambda c: 2 * M.med(c.E)),  # a measure's own code
+    changes = [(M.MEASURES, "med", M.Measure(lambda c: 2 * M.med(c.E))),  # its own code
                (M.FINAL, "cos_r2", lambda c: 0.0),
                (M, "med", lambda E: 0.0),  # a function a measure calls
                (fourier, "sum_directions", lambda p, keys: None),  # in another file, through
@@ -170,15 +188,50 @@ def test_stamp_follows_the_code_of_the_measures(tmp_path, monkeypatch):
     assert A.stamp(paths) != s
 
 
+SCALES = {"embed": 1.0}  # a module-level constant a measure reads
+
+
+def test_the_stamp_follows_a_dict_constant_a_measure_reads(monkeypatch):
+    monkeypatch.setitem(M.MEASURES, "scaled", M.Measure(lambda c: SCALES["embed"] * c.E.max()))
+    s = A.stamp([])
+    monkeypatch.setitem(SCALES, "embed", 2.0)
+    assert A.stamp([]) != s
+
+
+def stamp_of(folder):
+    code = "import analyze; print(analyze.stamp([]))"
+    return subprocess.run([sys.executable, "-c", code], cwd=folder, capture_output=True,
+                          text=True, check=True).stdout
+
+
+def test_the_stamp_keeps_for_a_config_edit_and_follows_the_model_code(tmp_path):
+    for f in os.listdir(HERE):
+        if f.endswith(".py") and not f.startswith(("test_", "conftest")):
+            shutil.copy(os.path.join(HERE, f), tmp_path / f)
+    model_py = (tmp_path / "model.py").read_text()
+    s = stamp_of(tmp_path)
+    field = '    ckpt_every: int = option(100, "steps between checkpoints")\n'
+    assert field in model_py
+    (tmp_path / "model.py").write_text(model_py.replace(
+        field, field + '    note: str = option("", "a new option no measure reads")\n'))
+    assert stamp_of(tmp_path) == s  # not every analysis.npz recomputed for a new option
+    forward = "        return self.ln2(x) if place.post else x\n"
+    assert forward in model_py
+    (tmp_path / "model.py").write_text(model_py.replace(forward, forward.replace("x\n", "2 * x\n")))
+    assert stamp_of(tmp_path) != s  # Block.forward: what every measure reads
+
+
 def embed_max(E):
     """A new measure: the largest embedding entry."""
     return float(E.abs().max())
 
 
-def test_a_new_measure_is_one_function_and_one_registry_line(tmp_path, monkeypatch):
+def test_a_new_measure_is_one_registry_entry_in_analysis_summary_and_figure(tmp_path,
+                                                                           monkeypatch):
     run = tiny_run(tmp_path, "mlp_s0", model="mlp")
     before = A.analyse_run(str(run), log=lambda *a: None)
-    monkeypatch.setitem(M.MEASURES, "embed_max", lambda c: embed_max(c.E))
+    monkeypatch.setitem(M.MEASURES, "embed_max", M.Measure(
+        lambda c: embed_max(c.E), "max |W_E|", ("peak",), figure="largest embedding entry"))
     monkeypatch.setitem(M.FINAL, "n_keys", lambda c: len(c.keys))
     logged = []
     A.analyse_run(str(run), log=logged.append)
@@ -190,6 +243,11 @@ def test_a_new_measure_is_one_function_and_one_registry_line(tmp_path, monkeypat
     assert r["embed_max"][-1] == embed_max(final["embed.weight"][:P].double())
     for k in set(before) - {"stamp"}:  # and every other key as it was
         np.testing.assert_allclose(r[k], before[k], rtol=1e-12)
+    A.main([str(tmp_path)])  # the folder: the summary and the cross-run figures
+    rows = list(csv.reader(open(tmp_path / "summary.csv")))
+    assert rows[1][rows[0].index("max |W_E| peak")] == f"{r['embed_max'].max():.2f} +- 0.00"
+    assert "max |W_E| peak" in (tmp_path / "summary.md").read_text()
+    assert (tmp_path / "figures" / "embed_max_by_config.png").stat().st_size > 10000
 
 
 def project_imports(path):

@@ -15,9 +15,9 @@ import pytest
 import torch
 
 import analyze as A
+from conftest import quiet, small_cfg
 from data import Stop, make_data, save_atomic
 from model import Config, build_model
-from test_train import quiet, small_cfg
 from train import train
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "experiments"))

@@ -10,10 +10,10 @@ import pytest
 import torch
 
 import measures
+from conftest import DEVICES, quiet, small_cfg
 from data import SPLITS, Batches, Stop, all_pairs, make_data, token_frequency
 from model import Config, build_model
 from optim import emb_lr_ratio
-from test_train import DEVICES, quiet, small_cfg
 from train import main, train
 
 
@@ -110,7 +110,7 @@ def test_med_averages_the_two_operands_embeddings():
         model.embed.weight[7:14, 1] = 2.0                    # b: constant, MED 0
     E, E_b = (measures.embedding(model, cfg, i).detach() for i in (0, 1))
     assert measures.med(E) == pytest.approx(12 / 7) and measures.med(E_b) == 0
-    assert measures.MEASURES["med"](type("c", (), dict(E=E, E_b=E_b))) == pytest.approx(6 / 7)
+    assert measures.MEASURES["med"].fn(type("c", (), dict(E=E, E_b=E_b))) == pytest.approx(6 / 7)
 
 
 @pytest.mark.parametrize("mlp_eq", [False, True])  # AlQuabeh's p-wide blocks; Gu's d_model-wide

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from bench import main as bench_main
-from test_train import BATCHED, DEVICES, HERE, quiet, small_cfg
+from conftest import BATCHED, DEVICES, HERE, quiet, small_cfg
 from fast import cuda_graph, tune_cpu
 from optim import AdamW
 from train import train
@@ -147,7 +147,7 @@ def test_denormals_are_kept_in_adamw_with_eps_0_as_torch_does(tmp_path, monkeypa
     def zero_grads(steps=4000):
         p = torch.ones(3, requires_grad=True)
         opt = AdamW([p], (0.9, 0.98), 0.0)
-        opt.set_hyper([[1e-3]], [[0.0]])
+        opt.set_lr_wd([[1e-3]], [[0.0]])
         for t in range(steps):
             p.grad = torch.full((3,), 1e-3 if t == 0 else 0.0)
             opt.step()
@@ -183,11 +183,11 @@ def test_lr_and_wd_set_in_place_take_effect_in_a_recorded_cuda_graph():
             opt.zero_grad(set_to_none=False)
             (xd @ p).square().mean().backward()
             opt.step()
-        opt.set_hyper([[1e-3]], [[0.1]])
+        opt.set_lr_wd([[1e-3]], [[0.1]])
         step()  # the optimizer state exists before recording
         replay = cuda_graph(step, [p], opt).replay if dev == "cuda" else step
         for lr, wd in ((3e-4, 0.1), (0.0, 0.0), (1e-2, 1.0), (1e-3, 0.5)):
-            opt.set_hyper([[lr]], [[wd]])
+            opt.set_lr_wd([[lr]], [[wd]])
             replay()
         runs[dev] = p.detach().cpu()
     torch.testing.assert_close(runs["cuda"], runs["cpu"], rtol=1e-4, atol=1e-6)

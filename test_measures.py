@@ -57,16 +57,16 @@ def test_key_frequencies_are_the_neuron_logit_maps_and_every_measure_uses_them()
     c.L, c.y = fourier_logits(P, [4]), (c.x[:, 0] + c.x[:, 1]) % P  # logits of frequency 4
     assert M.FINAL["cos_r2_per_freq"](c) == pytest.approx(1.0)  # fitted on W_L's, as Table 5
     # restricted loss keeps frequency 4 (the logits unchanged), excluded loss removes it
-    assert M.MEASURES["restricted_loss"](c) == pytest.approx(M.ce(c.L, c.y), rel=1e-9)
-    assert M.MEASURES["excluded_loss"](c) > M.ce(c.L, c.y) + 1
+    assert M.MEASURES["restricted_loss"].fn(c) == pytest.approx(M.ce(c.L, c.y), rel=1e-9)
+    assert M.MEASURES["excluded_loss"].fn(c) > M.ce(c.L, c.y) + 1
 
 
 def test_gini_of_a_pure_cosine_is_of_one_fourier_component_of_p():
-    c = types.SimpleNamespace(E=cosine_embedding(P, 5), B=M.fourier_basis(P))
-    assert M.MEASURES["gini_embed"](c) == pytest.approx(1 - 1 / P)  # one nonzero norm of P
+    c = types.SimpleNamespace(E=cosine_embedding(P, 5), basis=M.fourier_basis(P))
+    assert M.MEASURES["gini_embed"].fn(c) == pytest.approx(1 - 1 / P)  # one nonzero norm of P
     x = 2 * math.pi * 5 * torch.arange(P, dtype=torch.float64) / P
     c.E = (torch.cos(x) + torch.sin(x))[:, None] * c.E[0]  # cos 5 and sin 5 alike: 2 of P
-    assert M.MEASURES["gini_embed"](c) == pytest.approx(1 - 2 / P)  # (per frequency: 1 of 11)
+    assert M.MEASURES["gini_embed"].fn(c) == pytest.approx(1 - 2 / P)  # (per frequency: 1 of 11)
 
 
 def test_c_fourier_equals_its_definition_worked_by_hand():
@@ -83,8 +83,8 @@ def test_gini_logit_of_a_one_component_neuron_logit_map():
     with torch.no_grad():  # W_L = W_U^T W_out: over the classes, cos 4 alone
         model.unembed.zero_()
         model.unembed[0] = torch.cos(2 * math.pi * 4 * torch.arange(cfg.n_vocab).double() / P)
-    c = types.SimpleNamespace(model=model, cfg=cfg, B=M.fourier_basis(P))
-    assert M.MEASURES["gini_logit"](c) == pytest.approx(1 - 1 / P)  # one nonzero norm of P
+    c = types.SimpleNamespace(model=model, cfg=cfg, basis=M.fourier_basis(P))
+    assert M.MEASURES["gini_logit"].fn(c) == pytest.approx(1 - 1 / P)  # one nonzero norm of P
 
 
 def test_random_embedding_has_low_gini_and_small_c_fourier():
@@ -120,14 +120,14 @@ def test_token_spreads_and_med_of_the_hidden_layer_by_hand():
     ang = 2 * math.pi * 3 * torch.arange(p).double() / p
     circle = torch.stack([torch.cos(ang), torch.sin(ang)], 1)  # equal norms, equal steps
     c = types.SimpleNamespace(E=circle * 2, p=p)
-    assert M.MEASURES["norm_spread"](c) < 1e-12 and M.MEASURES["diff_spread"](c) < 1e-12
+    assert M.MEASURES["norm_spread"].fn(c) < 1e-12 and M.MEASURES["diff_spread"].fn(c) < 1e-12
     c.E = circle * (1 + torch.arange(p).double()[:, None])  # norms 1..11
-    assert M.MEASURES["norm_spread"](c) == pytest.approx(M.spread(1 + torch.arange(p).double()))
+    assert M.MEASURES["norm_spread"].fn(c) == pytest.approx(M.spread(1 + torch.arange(p).double()))
     # the hidden layer on the pairs (i, i): rows i * p + i of a per-pair table
     act = torch.randn(p * p, 5).double()
     c.cache = {"mlp_act": act}
     want = torch.stack([act[i * p + i] for i in range(p)])
-    assert M.MEASURES["med_hidden"](c) == pytest.approx(M.med(want))
+    assert M.MEASURES["med_hidden"].fn(c) == pytest.approx(M.med(want))
 
 
 def test_hole_accuracy_split_by_whether_the_first_operand_token_is_also_a_second_operand():
@@ -175,7 +175,7 @@ def test_neuron_frequency_rule_and_per_frequency_fit_on_made_up_arrays():
     freq, share = M.neuron_frequencies(acts, M.fourier_basis(p))
     assert freq.tolist()[0::2] == [3, 4] and share[0::2].tolist() == pytest.approx([1, 1])
     assert share[1].item() == pytest.approx(0.5)
-    c = types.SimpleNamespace(cache={"mlp_act": acts}, B=M.fourier_basis(p), memo={})
+    c = types.SimpleNamespace(cache={"mlp_act": acts}, basis=M.fourier_basis(p), memo={})
     assert M.FINAL["one_freq_share"](c) == pytest.approx(2 / 3)  # share > 0.85: neurons 0, 2
     L = 2 * fourier_logits(p, [3], 1.0) + 5 * fourier_logits(p, [5], 1.0)
     assert M.cos_fit_r2(L, p, [3, 5]) == pytest.approx(1.0)       # a coefficient each
@@ -236,17 +236,35 @@ def test_singh_esd_is_the_spectrum_with_a_float32_floor():
     assert (theirs[3:] > 1e-6 * theirs[0]).all() and (theirs[3:] < 1e-3 * theirs[0]).all()
 
 
-def test_singh_sr_train_removes_every_layernorm():
-    cfg = Config(p=11, d_model=16, d_mlp=32, ln="pre")
-    model = build_model(cfg).double()
-    off = build_model(Config(p=11, d_model=16, d_mlp=32, ln="off")).double()
-    off.load_state_dict({k: v for k, v in model.state_dict().items() if ".ln" not in k})
+def sr_train_by_hand(model, x, y, scale=1.0):
+    """Singh et al.'s mlp-inpnorm written out: no norm, x + attn(x, x, x), then x + mlp(x /
+    ||x||); scale: each block's output multiplied by it (an edited block)."""
+    h = model.embed(x) + model.pos
+    for blk in model.blocks:
+        h = h + blk.attn(h, h, h, model.mask)
+        h = scale * (h + blk.fc2(blk.act(blk.fc1(h / h.norm(dim=-1, keepdim=True)))))
+    return M.ce(model.alpha * (h[:, -1] @ model.unembed), y)
+
+
+@pytest.mark.parametrize("kw", [dict(ln="pre"), dict(ln="attn-pre"), dict(ln="post"),
+                                dict(ln="pre", norm="rmsnorm", n_layers=2, causal=True)])
+def test_singh_sr_train_removes_every_norm_and_follows_an_edited_block(kw, monkeypatch):
+    cfg = Config(p=11, d_model=16, d_mlp=32, alpha=2.0, **kw)
+    model = build_model(cfg).double().eval()
     x, y = make_data(cfg)[:2]
     c = types.SimpleNamespace(cfg=cfg, model=model, x=x, y=y, train=torch.ones(len(x), dtype=bool))
-    with torch.no_grad():  # model.py's scale_free without LayerNorm: the same function
-        want = M.ce(off(x, scale_free=True).double(), y)
+    with torch.no_grad():
+        want = sr_train_by_hand(model, x, y)
         assert M.sr_train(c) == pytest.approx(want, rel=1e-10)
-        assert M.MEASURES["sr_train_ln"](c) != pytest.approx(want, rel=1e-3)  # ours keeps LN
+        ours = M.MEASURES["sr_train_ln"].fn(c)
+        assert ours != pytest.approx(want, rel=1e-3)  # ours keeps the norms
+        assert M.ce(model(x).double(), y) != pytest.approx(want, rel=1e-3)  # the norms are back
+        forward = type(model.blocks[0]).forward
+        monkeypatch.setattr(type(model.blocks[0]), "forward",
+                            lambda self, *a, **k: 1.5 * forward(self, *a, **k))
+        edited = sr_train_by_hand(model, x, y, scale=1.5)
+        assert edited != pytest.approx(want, rel=1e-3)
+        assert M.sr_train(c) == pytest.approx(edited, rel=1e-10)
 
 
 def test_effective_rank_rank_and_spectrum_exponent():

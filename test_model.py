@@ -10,11 +10,11 @@ import math
 import pytest
 import torch
 
+from conftest import SMALL, quiet, small_cfg
 from data import Stop
 from fast import Stacked, build_runs, check_forward, forward_fn, unused
 from model import Config, LN_PLACEMENTS, build_model
-
-SMALL = dict(p=23, d_model=32, n_heads=4, d_mlp=64, frac=0.5, eval_every=5, ckpt_every=10)
+from train import train
 
 
 def tokens(p, n=200, seed=0):
@@ -211,7 +211,8 @@ def test_check_stops_when_model_py_changes_and_no_fast_trains_the_change(monkeyp
     monkeypatch.setattr(type(build_model(cfg).blocks[0]), "forward",
                         lambda self, *a, **k: 1.5 * forward(self, *a, **k))  # a forker's edit
     model = build_model(cfg)
-    with pytest.raises(Stop, match="fast.py's forward no longer matches model.py .* --no-fast"):
+    with pytest.raises(Stop, match="fast.py's forward no longer matches model.py .*: port your "
+                                   "change to fast.transformer_table, or .* --no-fast"):
         build_runs([model], probe=(x[:64], y[:64]))
     _, ref, _ = build_runs([model], fast=False, probe=(x[:64], y[:64]))  # --no-fast: the edit
     torch.testing.assert_close(ref(x[None])[0], model(x))
@@ -226,6 +227,10 @@ def test_check_compares_gradients_too():
     detached = lambda P, B, t: fn(dict(P, unembed=P["unembed"].detach()), B, t)
     with pytest.raises(Stop, match="no longer matches"):
         check_forward(model, detached, x[:64], y[:64])
+    mlp = build_model(Config(model="mlp", dtype="float64", p=23, d_model=32, d_mlp=64))
+    wrong = lambda P, buffers, t: 2 * forward_fn(mlp)(P, buffers, t)
+    with pytest.raises(Stop, match="port your change to fast.mlp_table"):
+        check_forward(mlp, wrong, x[:64], y[:64])
 
 
 # ---------------------------------------------------------------- model: LN placements
@@ -267,11 +272,11 @@ def test_no_ln_modules_when_off_and_both_when_on():
     assert any("ln1" in n for n in names) and any("ln2" in n for n in names)
 
 
-def test_rmsnorm_and_post_train_and_deep_models_run():
-    for kw in (dict(norm="rmsnorm", ln="pre"), dict(n_layers=2, ln="pre"),
-               dict(n_layers=3, causal=True)):
-        model = build_model(Config(p=23, **kw))
-        assert model(tokens(23)).shape == (200, 24)
+@pytest.mark.parametrize("kw", [dict(norm="rmsnorm", ln="post"), dict(n_layers=2, ln="pre"),
+                                dict(n_layers=3, causal=True)])
+def test_rmsnorm_and_deep_models_train(kw, tmp_path):
+    m = train(small_cfg(steps=30, lr=3e-3, **kw), str(tmp_path / "r"), log=quiet)
+    assert m["train_loss"][-1] < 0.8 * m["train_loss"][0]
 
 
 @pytest.mark.filterwarnings("error")  # e.g. vmap falling back to a loop over the runs

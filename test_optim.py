@@ -6,14 +6,17 @@ and training with every option on (resume and batched runs equal lone runs).
 
     python -m pytest -q test_optim.py
 """
+import os
+
 import numpy as np
 import pytest
 import torch
 
+import optim
+from conftest import DEVICES, quiet, small_cfg
 from data import make_data
 from model import Config, build_model
-from optim import AdamW, make_optimizer, orthogonal
-from test_train import DEVICES, quiet, small_cfg
+from optim import AdamW, make_optimizer, orthogonal, per_run, per_run_flat
 from train import collapse, loss_fn, main, train
 
 
@@ -51,7 +54,7 @@ def test_coupled_weight_decay_equals_torch_adam():
     a = torch.nn.Parameter(torch.randn(6, 4))
     b = torch.nn.Parameter(a.detach().clone())
     ours = AdamW([a], (0.9, 0.98), 1e-8, coupled=True)
-    ours.set_hyper([[1e-2]], [[0.5]])
+    ours.set_lr_wd([[1e-2]], [[0.5]])
     ref = torch.optim.Adam([b], lr=1e-2, betas=(0.9, 0.98), eps=1e-8, weight_decay=0.5)
     for _ in range(10):
         g = torch.randn(6, 4)
@@ -79,7 +82,7 @@ def test_muon_moves_exactly_the_hidden_matrices_as_torch_muon_does():
     w = torch.randn(3, 20, 8)  # three runs of a 20 x 8 matrix
     mine = torch.nn.Parameter(w.clone())
     ours = AdamW([mine], (0.9, 0.98), 1e-8, runs=3, muon=[mine])
-    ours.set_hyper([[1e-2] * 3], [[0.1] * 3])
+    ours.set_lr_wd([[1e-2] * 3], [[0.1] * 3])
     refs = [torch.nn.Parameter(w[r].clone()) for r in range(3)]
     torch_muon = torch.optim.Muon(refs, lr=1e-2, weight_decay=0.1,
                                   adjust_lr_fn="match_rms_adamw")
@@ -218,3 +221,85 @@ def test_eps_0_leaves_a_parameter_one_run_of_a_stack_never_reads_as_a_lone_run_d
     for a, b in zip(alone, batched):  # not 0/0 = NaN where the moments stay exactly 0
         assert np.isfinite(b["weight_norm"]).all()
         np.testing.assert_array_equal(a["weight_norm"], b["weight_norm"])
+
+
+# ---------------------------------------------------------------- the state rule
+
+class Clipped(AdamW):
+    """A forker's trick with a per-run scalar in its state: each run's gradient clipped to the
+    running mean of its norms, kept as the state rule says (run_zeros: (R,) in a stack, ()
+    alone)."""
+
+    def direction(self, p, grad, state):
+        if "norm_ema" not in state:
+            state["norm_ema"] = self.run_zeros(p)
+        ema = state["norm_ema"]
+        norm = per_run_flat(grad, self.stacked).norm(dim=1).view_as(ema)
+        ema.copy_(torch.where(ema == 0, norm, 0.9 * ema + 0.1 * norm))
+        return grad * per_run((ema / norm).clamp(max=1), grad)
+
+
+def last_checkpoint(run):
+    return torch.load(os.path.join(run, "ckpt", "step_000030.pt"), weights_only=True)["model"]
+
+
+def test_a_per_run_scalar_state_resumes_bit_for_bit_batched_alone_and_across(tmp_path,
+                                                                             monkeypatch):
+    cfgs = [small_cfg(steps=30, seed=s) for s in (0, 1)]
+    halves = [small_cfg(steps=15, seed=s) for s in (0, 1)]
+    plain = train(cfgs[0], str(tmp_path / "plain"), log=quiet)
+    monkeypatch.setattr(optim, "AdamW", Clipped)
+    runs = lambda name: [str(tmp_path / f"{name}{r}") for r in (0, 1)]
+    alone = [train(c, d, log=quiet) for c, d in zip(cfgs, runs("alone"))]
+    assert not np.array_equal(plain["train_loss"], alone[0]["train_loss"])  # it clips
+    ck = torch.load(tmp_path / "alone0" / "resume.pt", weights_only=True)
+    assert {st["norm_ema"].shape for st in ck["optim"]["state"].values()} == {()}
+    batched = train(cfgs, runs("batched"), log=quiet)
+    train(halves, runs("b_b"), log=quiet)  # batched, then batched --resume
+    b_b = train(cfgs, runs("b_b"), resume=True, log=quiet)
+    train(halves, runs("b_l"), log=quiet)  # batched, then each alone
+    b_l = [train(c, d, resume=True, log=quiet) for c, d in zip(cfgs, runs("b_l"))]
+    for c, d in zip(halves, runs("l_b")):  # alone, then batched
+        train(c, d, log=quiet)
+    l_b = train(cfgs, runs("l_b"), resume=True, log=quiet)
+    for r in (0, 1):
+        # a CPU runs a stack run by run: the losses and the weights of a batched run are those
+        # of the run alone, bit for bit; so is every interrupted run's
+        for got, name in ((batched[r], "batched"), (b_b[r], "b_b"), (b_l[r], "b_l"),
+                          (l_b[r], "l_b")):
+            for k in ("train_loss", "test_loss", "train_acc", "test_acc"):
+                np.testing.assert_array_equal(got[k], alone[r][k], err_msg=f"{name} {k}")
+            want = last_checkpoint(runs("alone")[r])
+            for n, t in last_checkpoint(runs(name)[r]).items():
+                assert torch.equal(t, want[n]), (name, n)
+
+
+class Shared(AdamW):
+    """A per-run statistic kept as one number for the whole stack: against the state rule."""
+
+    def direction(self, p, grad, state):
+        state.setdefault("calls", torch.zeros((), device=p.device)).add_(1)
+        return grad
+
+
+def test_a_state_without_the_run_axis_is_refused_in_one_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(optim, "AdamW", Shared)
+    train(small_cfg(steps=2), str(tmp_path / "alone"), log=quiet)  # alone, () is per run
+    with pytest.raises(SystemExit) as e:
+        main(["--p", "23", "--d-model", "32", "--d-mlp", "64", "--steps", "2", "--seed", "0",
+              "1", "--out", str(tmp_path)])
+    assert "optimizer state 'calls' has shape () in a stack of 2 runs" in str(e.value)
+    assert "run axis" in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_schedule_over_the_run_keeps_its_length_when_resume_extends_steps(tmp_path,
+                                                                            monkeypatch):
+    decay = lambda cfg, step: (cfg.lr * max(0.0, 1 - step / optim.schedule_length(cfg)), cfg.wd)
+    monkeypatch.setattr(optim, "schedule", decay)  # a forker's linear decay to 0
+    train(small_cfg(steps=20), str(tmp_path / "r"), log=quiet)
+    resumed = train(small_cfg(steps=30), str(tmp_path / "r"), resume=True, log=quiet)
+    whole = train(small_cfg(steps=30, schedule_steps=20), str(tmp_path / "w"), log=quiet)
+    assert resumed["lr"][2] == pytest.approx(1e-3 * 0.5)  # step 10 of 20, not of 30
+    assert resumed["lr"][4:] == [0.0, 0.0, 0.0]  # steps 20, 25, 30: the decay has ended
+    for k in ("lr", "train_loss", "test_loss", "weight_norm"):
+        np.testing.assert_array_equal(resumed[k], whole[k], err_msg=k)

@@ -18,17 +18,20 @@ def made_up_run(steps, mlp):
     return m, r
 
 
+MEASURES = [(k, k, False) for k in ("med", "c_fourier", "sr_train", "attn_entropy")]
+
+
 def test_cross_run_figures_skip_a_measure_no_run_has(tmp_path):
     steps = np.arange(0, 1000, 100)
     groups = {"model=mlp": [made_up_run(steps, mlp=True) for _ in range(3)]}
     plots.cross_run_figures(str(tmp_path), groups, {"model=mlp": [600, 700, None]}, {}, {},
-                            0.01)
+                            0.01, MEASURES)
     made = set(os.listdir(tmp_path / "figures"))
     assert {"med_by_config.png", "c_fourier_by_config.png", "loss_by_config.png"} <= made
     assert "sr_train_by_config.png" not in made and "attn_entropy_by_config.png" not in made
     groups["model=transformer"] = [made_up_run(steps, mlp=False)]  # one has it: drawn
     grok = {"model=mlp": [600, None, None], "model=transformer": [None]}
-    plots.cross_run_figures(str(tmp_path), groups, grok, {}, {}, 0.01)
+    plots.cross_run_figures(str(tmp_path), groups, grok, {}, {}, 0.01, MEASURES)
     assert "sr_train_by_config.png" in os.listdir(tmp_path / "figures")
 
 

@@ -17,22 +17,11 @@ import torch
 
 import optim
 import train as train_module
+from conftest import BATCHED, HERE, quiet, small_cfg
 from data import Stop, make_data
 from model import Config, LN_PLACEMENTS, build_model
 from optim import AdamW
 from train import check_options, load_checkpoint, main, parse_args, train
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-SMALL = dict(p=23, d_model=32, n_heads=4, d_mlp=64, frac=0.5, eval_every=5, ckpt_every=10)
-DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])  # CI has no GPU
-
-
-def quiet(*_):
-    pass
-
-
-def small_cfg(**kw):
-    return Config(**{**SMALL, **kw})
 
 
 # ---------------------------------------------------------------- bad input: one line, no traceback
@@ -62,7 +51,7 @@ def small_cfg(**kw):
     (["--ln-eps", "-1"], "--ln-eps -1.0 must be finite and >= 0"), (["--gf-lamb", "nan"], "lamb"),
     (["--emb-lr-ratio", "inf"], "--emb-lr-ratio 'inf' must be"), (["--no-bias"], "--model mlp"),
     (["--embed", "onehot"], "need --model mlp"), (["--preset", "alquabeh", "--dropout", "0.1"],
-                                                  "--dropout a transformer"),
+                                                  "--dropout needs a transformer"),
     (["--stop-after-grok", "-5"], "--stop-after-grok -5 must be non-negative"),
 ])
 def test_bad_input_is_refused(argv, msg, tmp_path, capsys):
@@ -272,10 +261,12 @@ def test_other_families_train(kw, tmp_path):
     assert m["train_loss"][-1] < 0.8 * m["train_loss"][0]
 
 
-def test_disk_budget_of_a_default_run():
-    # 101 model checkpoints + 1 resumable one; must stay under 100 MB (float32)
-    n = sum(p.numel() for p in build_model(Config()).parameters())
-    assert (101 + 3) * n * 4 < 100e6
+def test_a_default_run_of_10000_steps_writes_under_100_mb(tmp_path):
+    # its 101 checkpoints (--ckpt-every 100) and resume.pt, measured on the files one step writes
+    train(Config(steps=1, eval_every=1, ckpt_every=1), str(tmp_path / "r"), log=quiet)
+    ckpt = os.path.getsize(tmp_path / "r" / "ckpt" / "step_000001.pt")
+    resume = os.path.getsize(tmp_path / "r" / "resume.pt")
+    assert 101 * ckpt + resume < 100e6
 
 
 def test_a_small_config_really_groks(tmp_path):
@@ -293,12 +284,6 @@ def test_a_small_config_really_groks(tmp_path):
 
 
 # ---------------------------------------------------------------- several runs, batched
-
-# three LN placements too: pre uses both LNs, attn-pre not the MLP's, mlp-pre not attention's
-BATCHED = (dict(seed=0),
-           dict(seed=1, lr=3e-3, fix_wd=True, alpha=2.0, emb_lr_ratio="10", ln="attn-pre"),
-           dict(seed=2, op="a2+ab+b2", wd=0.3, alpha_lr=True, ln="mlp-pre"))
-
 
 def test_batched_runs_are_every_combination_and_share_shape(tmp_path):
     cfgs, names, _ = parse_args(["--lr", "1e-3", "3e-3", "--seed", "0", "1"])

@@ -16,7 +16,7 @@ import os
 import signal
 import sys
 import time
-from dataclasses import fields
+from dataclasses import fields, replace
 
 import numpy as np
 import torch
@@ -169,8 +169,12 @@ def check_options(cfgs, run_dirs, device, resume):
 def resume_runs(cfgs, run_dirs, model, opt, log):
     """Load the runs' resume.pt into model and optimizer; their metrics before that step."""
     cks = [load_checkpoint(os.path.join(d, "resume.pt")) for d in run_dirs]
-    for c, d, ck in zip(cfgs, run_dirs, cks):
+    for i, (c, d, ck) in enumerate(zip(cfgs, run_dirs, cks)):
         old = Config.from_dict(ck["config"])
+        # a schedule spans the run's first --steps, however far --resume extends them: the
+        # resumed run's config (a copy: the caller's is left as it is) keeps that length
+        old.schedule_steps = old.schedule_steps or old.steps
+        cfgs[i] = c = replace(c, schedule_steps=c.schedule_steps or old.schedule_steps)
         diff = [f.name for f in fields(Config)
                 if f.name != "steps" and getattr(old, f.name) != getattr(c, f.name)]
         if diff:

@@ -57,7 +57,7 @@ def load(root, analysed=False, keep=lambda cfg: True):
 def summary(root, runs=None):
     """analyze.py's summary table (runs/summary.md); runs: load(root)'s, if the caller has it."""
     groups, _ = A.group_runs(runs or load(root, analysed=True))
-    print(A.markdown(A.HEADER, A.summary_rows(groups)))
+    print(A.markdown(*A.summary_table(groups)))
 
 
 def per_seed(root, arm=None, paper=None, ref=None):

@@ -45,7 +45,7 @@ def softmax_test_loss(run, cfg):
     for q in paths:  # one checkpoint in memory at a time
         load_checkpoint_into(c, model, load_checkpoint(q))
         steps.append(c.step)
-        loss.append(MEASURES["test_loss"](c))
+        loss.append(MEASURES["test_loss"].fn(c))
     return np.array(steps), np.array(loss)
 
 

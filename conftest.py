@@ -1,0 +1,26 @@
+"""
+Helpers shared by the test files: plain names imported with `from conftest import ...` (not
+fixtures: DEVICES parametrizes tests, and small_cfg takes the options a test sets).
+"""
+import os
+
+import torch
+
+from model import Config
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SMALL = dict(p=23, d_model=32, n_heads=4, d_mlp=64, frac=0.5, eval_every=5, ckpt_every=10)
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])  # CI has no GPU
+# three LN placements too: pre uses both LNs, attn-pre not the MLP's, mlp-pre not attention's
+BATCHED = (dict(seed=0),
+           dict(seed=1, lr=3e-3, fix_wd=True, alpha=2.0, emb_lr_ratio="10", ln="attn-pre"),
+           dict(seed=2, op="a2+ab+b2", wd=0.3, alpha_lr=True, ln="mlp-pre"))
+
+
+def quiet(*_):
+    """A log that prints nothing."""
+
+
+def small_cfg(**kw):
+    """A config that trains in a fraction of a second a step: p 23, d_model 32."""
+    return Config(**{**SMALL, **kw})
