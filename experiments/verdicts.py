@@ -118,12 +118,10 @@ def run_folder(root):
 class Runs:
     """One group of runs: the copy reproduction/<copy> (several: a list), the runs kept. A run
     that stopped short of its budget without generalizing makes the group Missing, unless
-    partial (a claim that reads what such runs did so far). A copy named in `optional` adds its
-    seeds where it is committed and is passed over where it is not (more seeds on the way)."""
-    def __init__(self, copies, keep=lambda c: True, analysed=False, partial=False, optional=()):
+    partial (a claim that reads what such runs did so far)."""
+    def __init__(self, copies, keep=lambda c: True, analysed=False, partial=False):
         self.copies = [copies] if isinstance(copies, str) else copies
         self.keep, self.analysed, self.partial = keep, analysed, partial
-        self.optional = optional
 
     def get(self, load):
         """[(cfg, metrics, analysis)] by copy, then seed; load: claims.load."""
@@ -131,8 +129,6 @@ class Runs:
         for copy in self.copies:
             root = os.path.join(REPRO, copy)
             if not os.path.isdir(root):
-                if copy in self.optional:
-                    continue
                 raise Missing(f"reproduction/{copy} is not committed")
             folder = run_folder(root)
             try:
@@ -296,22 +292,22 @@ SPLIT = "their split (`--split-rng singh`), their 5 seeds, 10k steps"
 
 
 def placement(ln):
-    """A placement on their split: the 5 seeds of ln_placements.sh, with the 15 more of M+A*
-    and the 20 of No LN of seed_coupling.sh where they exist (the same command and budget)."""
+    """A placement on their split: the 5 seeds of ln_placements.sh, with the 8 more of M+A*
+    (seed_coupling_pre: seeds 0-7) and the 20 of No LN of seed_coupling.sh (the same command
+    and budget)."""
     more = {"pre": ("seed_coupling_pre", field(ln="pre", split_rng="singh")),
             "off": ("seed_coupling", field(ln="off", split_rng="singh", data_seed=None))}
     if ln not in more:
         return Runs(PLACE, field(ln=ln, split_rng="singh"))
-    return Runs([PLACE, more[ln][0]], field(ln=ln, split_rng="singh", data_seed=None),
-                optional=("seed_coupling_pre",))
+    return Runs([PLACE, more[ln][0]], field(ln=ln, split_rng="singh", data_seed=None))
 
 
 def placement_claims():
     rows = [dict(
         paper=SINGH_PAPER, claim="LN placements grok in the order M < M+A* < A* < No LN (Fig. 2a)",
         value="1425 / 3525 / 7157 / 7807", source="Fig. 2a; " + RELEASED,
-        runs="M, A*: 5 seeds; M+A*: 5 (ln_placements_singh), 20 with seed_coupling_pre; No LN: 25 "
-             "(+ seed_coupling, their-split arm)",
+        runs="M, A*: 5 seeds; M+A*: 13 (ln_placements_singh + seed_coupling_pre, seeds 0-7); "
+             "No LN: 25 (+ seed_coupling, their-split arm)",
         statistic="per-seed first step with test loss <= 0.01, each placement against the next",
         like=True, differs="like for like: their split and 10k budget; seeds, not the paper's",
         section="placements",
@@ -319,7 +315,7 @@ def placement_claims():
                    lambda m, r: grok_step(m), names=["M", "M+A*", "A*", "No LN"])),
         dict(paper=SINGH_PAPER, claim="No LN groks later than M+A* (Fig. 2a)",
              value="M+A* first", source="Fig. 2a; " + RELEASED,
-             runs="M+A*: 5 seeds (ln_placements_singh), 20 with seed_coupling_pre; No LN: 25 "
+             runs="M+A*: 13 seeds (ln_placements_singh + seed_coupling_pre, seeds 0-7); No LN: 25 "
                   "(+ seed_coupling, their-split arm)",
              statistic="per-seed first step with test loss <= 0.01", like=True,
              differs="like for like: their split and 10k budget", section="placements",
