@@ -9,10 +9,13 @@ FINAL, and README.md), runs/<name>/figures/*.png, and for a folder of runs runs/
 runs/summary.md and runs/summary.csv. A run is recomputed only when its checkpoints or the code
 of a measure changed (see stamp).
 """
+import argparse
 import csv
 import glob
 import hashlib
 import inspect
+import io
+import json
 import os
 import sys
 import time
@@ -23,9 +26,9 @@ import numpy as np
 import torch
 
 from model import Config, build_model
-from data import Stop, load_checkpoint, save_atomic
-from train import GROK, first_below
-from measures import FINAL, MEASURES, load_checkpoint_into, run_context
+from measures import FINAL, MEASURES, load_checkpoint_into, load_weights, run_context
+from runfiles import (GROK, KEYS, ArgumentParser, Stop, checkpoint_paths, first_below,
+                      load_checkpoint, load_metrics, message, printable, save_atomic)
 from stats import mann_whitney, rank_corr
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -33,17 +36,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 # ---------------------------------------------------------------- one run
 
-def measure(run_dir, cks):
+def measure(cfg, cks):
     """Every measure at every checkpoint, then FINAL at the last: analysis.npz's dict."""
-    try:
-        cfg = Config.from_dict(cks[-1]["config"])
-        model = build_model(cfg)
-    except (ValueError, TypeError, KeyError) as e:
-        raise Stop(f"{run_dir}: unknown config ({e})")
-    try:
-        c = run_context(cfg, model, cks[-1])  # the first load: the model's shape is checked here
-    except Stop as e:
-        raise Stop(f"{run_dir}: {e}")
+    model = build_model(cfg)
+    c = run_context(cfg, model, cks[-1])
     rows = {k: [] for k in MEASURES}
     for ck in cks:
         load_checkpoint_into(c, model, ck)
@@ -153,29 +149,72 @@ def stamp(paths):
     return hashlib.sha1(repr([cks, code]).encode()).hexdigest()
 
 
-def checkpoint_paths(run_dir):
-    paths = sorted(glob.glob(os.path.join(run_dir, "ckpt", "step_*.pt")))
-    if not paths:
-        raise Stop(f"{run_dir}: no checkpoints")
-    return paths
+def run_config(run_dir):
+    """A run's Config, from its config.json (the checkpoints must be of it)."""
+    path = os.path.join(run_dir, "config.json")
+    try:
+        with open(path) as f:
+            cfg = Config.from_dict(json.load(f))
+    except FileNotFoundError:
+        raise Stop(f"{printable(run_dir)}: no config.json") from None
+    except (OSError, ValueError, TypeError, AttributeError) as e:  # not JSON, not a config
+        raise Stop(f"{printable(path)} is not a run's config ({message(e)})") from None
+    cfg.check()
+    return cfg
+
+
+def run_checkpoints(run_dir, cfg, log):
+    """The checkpoints of ckpt/ in step order, each checked to be of this run (its config and
+    weights' shapes); a bad one is skipped with a line naming it."""
+    paths, other = checkpoint_paths(run_dir)
+    for q in other:
+        log(f"skipped {printable(q)}: not a checkpoint (ckpt/step_XXXXXX.pt)")
+    model, same = build_model(cfg), lambda d: {**d, "steps": 0}
+    cks, last = [], "no checkpoints"
+    for q in paths:
+        try:
+            ck = load_checkpoint(q)
+        except Stop as e:
+            log(f"skipped {e}")
+            last = e
+            continue
+        try:
+            if same(Config.from_dict(ck["config"]).to_dict()) != same(cfg.to_dict()):
+                raise Stop("it is of another run (its config differs)")
+            load_weights(model, ck)
+        except (Stop, ValueError, TypeError) as e:  # another model's weights, another config
+            log(f"skipped {printable(q)}: {e}")
+            last = e
+            continue
+        cks.append(ck)
+    if not cks:
+        raise Stop(f"{printable(run_dir)}: {last}")
+    return cks
 
 
 def analyse_run(run_dir, log=print):
     """All measures at every checkpoint of one run; writes and returns analysis.npz's dict,
-    or returns the one written before if nothing it was computed from changed."""
-    paths = checkpoint_paths(run_dir)
+    or returns the one written before if nothing it was computed from changed (a cache: one
+    that cannot be read is made again)."""
+    cfg = run_config(run_dir)
+    paths, _ = checkpoint_paths(run_dir)
     s = stamp(paths)
     out = os.path.join(run_dir, "analysis.npz")
     if os.path.exists(out):
-        old = dict(np.load(out))
-        if str(old.get("stamp")) == s:
-            return old
+        try:
+            with np.load(out, allow_pickle=False) as f:
+                old = {k: f[k] for k in f.files}
+            if str(old.get("stamp")) == s:
+                return old
+        except Exception as e:  # a zip cut short, a column that cannot be read
+            log(f"{printable(out)} cannot be read ({message(e)}): computing it again")
     t0 = time.time()
+    cks = run_checkpoints(run_dir, cfg, log)
     with torch.no_grad():
-        res = measure(run_dir, [load_checkpoint(q) for q in paths])
+        res = measure(cfg, cks)
     res["stamp"] = s
     save_atomic(res, out)
-    log(f"{run_dir}: {len(paths)} checkpoints analysed in {time.time() - t0:.1f}s, "
+    log(f"{printable(run_dir)}: {len(cks)} checkpoints analysed in {time.time() - t0:.1f}s, "
         f"key frequencies (W_L) {[int(k) for k in res['keys']]}")
     return res
 
@@ -432,12 +471,10 @@ def markdown(header, rows):
 def write_summary(root, groups):
     """runs/summary.csv and runs/summary.md, one row per configuration."""
     header, rows = summary_table(groups)
-    with open(os.path.join(root, "summary.csv.tmp"), "w", newline="") as f:
-        csv.writer(f).writerows([header] + rows)
-    os.replace(os.path.join(root, "summary.csv.tmp"), os.path.join(root, "summary.csv"))
-    with open(os.path.join(root, "summary.md.tmp"), "w") as f:
-        f.write(markdown(header, rows))
-    os.replace(os.path.join(root, "summary.md.tmp"), os.path.join(root, "summary.md"))
+    table = io.StringIO()
+    csv.writer(table).writerows([header] + rows)
+    save_atomic(table.getvalue(), os.path.join(root, "summary.csv"))
+    save_atomic(markdown(header, rows), os.path.join(root, "summary.md"))
 
 
 # ---------------------------------------------------------------- every run, and the figures
@@ -459,40 +496,72 @@ def cross_run(root, done):
     drawn = [(key, m.figure, m.log) for key, m in MEASURES.items() if m.figure]
     dots = {key: {lab: grok_dot(runs, key) for lab, runs in groups.items()}
             for key, m in MEASURES.items() if m.figure and "at_grok" in m.summary}
-    plots.cross_run_figures(
-        root, {lab: [(m, r) for _, _, m, r in runs] for lab, runs in groups.items()},
-        grok={lab: grok_steps(runs) for lab, runs in groups.items()}, dots=dots,
-        sweeps=sweeps(groups, varying), thr=GROK, measures=drawn)
+    try:
+        plots.cross_run_figures(
+            root, {lab: [(m, r) for _, _, m, r in runs] for lab, runs in groups.items()},
+            grok={lab: grok_steps(runs) for lab, runs in groups.items()}, dots=dots,
+            sweeps=sweeps(groups, varying), thr=GROK, measures=drawn)
+    except OSError as e:  # a full disk, a folder it may not write in
+        raise figures_failed(root, e) from None
     write_summary(root, groups)
 
 
-def main(argv=None):
+def figures_failed(folder, e):
+    """Stop for a figure that could not be written, once plots.py's temp file of it is gone."""
+    for q in glob.glob(os.path.join(folder, "figures", "*.tmp.png")):
+        os.remove(q)
+    return Stop(f"{printable(folder)}: cannot write its figures ({e.strerror})")
+
+
+def analyse_one(run):
+    """(cfg, metrics, analysis) of one run, its figures drawn; Stop if it cannot be analysed."""
     import plots  # matplotlib only when drawing
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 1 or argv[0].startswith("-"):
-        sys.exit(__doc__.strip().splitlines()[0] + "\nusage: python analyze.py RUNS_DIR_OR_RUN")
-    root = argv[0]
+    try:
+        run.encode("utf-8")
+    except UnicodeEncodeError:
+        raise Stop(f"{printable(run)}: the name is not UTF-8; rename the folder") from None
+    m = load_metrics(os.path.join(run, "metrics.npz"), KEYS)
+    if not len(m["step"]):
+        raise Stop(f"{run}/metrics.npz has no rows")
+    res = analyse_run(run)
+    cfg = run_config(run)
+    try:
+        plots.run_figures(run, m, res, first_below(m["step"], m["test_loss"]), phases(m),
+                          thr=GROK)
+    except OSError as e:  # a full disk, a folder it may not write in
+        raise figures_failed(run, e) from None
+    return cfg, m, res
+
+
+def main(argv=None):
+    ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("root", metavar="RUNS_DIR_OR_RUN", help="a run folder, or a folder of runs")
+    root = ap.parse_args(argv).root
     if not os.path.isdir(root):
-        sys.exit(f"error: {root} is not a folder")
+        sys.exit(f"error: {printable(root)} is not a folder")
     runs = find_runs(root)
     if not runs:
-        sys.exit(f"error: no runs (folders with config.json) in {root}")
+        sys.exit(f"error: no runs (folders with config.json) in {printable(root)}")
     done = {}
-    for i, run in enumerate(runs):
-        print(f"[{i + 1}/{len(runs)}] {run}", flush=True)
-        try:
-            res = analyse_run(run)
-            cfg = Config.from_dict(load_checkpoint(checkpoint_paths(run)[-1])["config"])
-            m = dict(np.load(os.path.join(run, "metrics.npz")))
-        except Stop as e:
-            print(f"skipped: {e}")
-            continue
-        g = first_below(m["step"], m["test_loss"])
-        plots.run_figures(run, m, res, g, phases(m), thr=GROK)
-        done[run] = (cfg, m, res)
-    if len(runs) > 1 or root != runs[0]:
-        cross_run(root, done)
-    print(f"figures in {root}/figures and each run's figures/")
+    try:
+        for i, run in enumerate(runs):
+            print(f"[{i + 1}/{len(runs)}] {printable(run)}", flush=True)
+            try:
+                done[run] = analyse_one(run)
+            except Stop as e:  # one bad run: said, and the others go on
+                print(f"skipped: {e}")
+        if not done:
+            sys.exit(f"error: no run could be analysed in {printable(root)} (the lines above "
+                     "say why)")
+        if len(runs) > 1 or root != runs[0]:
+            cross_run(root, done)
+    except Stop as e:
+        sys.exit(f"error: {e}")
+    except KeyboardInterrupt:
+        print("error: interrupted; the analysis.npz files written so far are kept",
+              file=sys.stderr)
+        sys.exit(130)
+    print(f"figures in {printable(root)}/figures and each run's figures/")
 
 
 if __name__ == "__main__":

@@ -29,10 +29,11 @@ from dataclasses import replace
 
 import torch
 
-from data import Stop, make_data
+from data import make_data
 from fast import build_runs, cuda_graph, named_params, tune_cpu
 from model import PRESETS, Config, build_model
 from optim import AdamW, set_hyper
+from runfiles import ArgumentParser, Stop
 from train import check_options, loss_fn
 
 
@@ -125,8 +126,7 @@ def peak_gflops(device, size=2048, reps=10):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--ln", nargs="+", help="LN placement (default: the preset's); several: the "
                     "--runs are split over them (the comparison uses the first)")
     ap.add_argument("--preset", default="singh", choices=list(PRESETS))
@@ -137,7 +137,11 @@ def main(argv=None):
     ap.add_argument("--device", default="cpu", help="cpu | cuda")
     ap.add_argument("--runs", type=int, nargs="+", default=[], metavar="R",
                     help="also time train.py's step for R runs (seeds) batched, for each R given")
-    args = ap.parse_args(argv)
+    args, extra = ap.parse_known_args(argv)
+    if extra:  # bench.py --p 31, bench.py nanda: say what it takes
+        sys.exit(f"error: unrecognized arguments: {' '.join(extra)}: " + (
+            f"name a preset with --preset {extra[0]}" if extra[0] in PRESETS else
+            "bench.py times a preset's model (--preset, --ln, --n-layers; see --help)"))
     over = {k: v for k, v in (("ln", args.ln and args.ln[0]), ("n_layers", args.n_layers))
             if v is not None}
     cfg = Config(**{**PRESETS[args.preset], **over})

@@ -4,19 +4,11 @@ split (random, balanced, or with a square or strip dug out).
 
     from data import make_data
     x_train, y_train, x_test, y_test = make_data(Config())
-
-Also the run files: atomic writes and checkpoint loading (train.py and analyze.py share them).
 """
-import json
-import os
 import random
 
 import numpy as np
 import torch
-
-
-class Stop(ValueError):
-    """Bad input or an unusable run: the scripts print it as one line and go on or exit."""
 
 
 OPS = {  # name -> label of (a, b) mod p
@@ -160,26 +152,3 @@ def token_frequency(cfg, x_train):
     """The mean of token_shares: f_E of AlQuabeh et al.'s rule (1 with full batches)."""
     return 1.0 if cfg.batch_size is None else float(token_shares(cfg, x_train).mean())
 
-
-def save_atomic(obj, path):
-    """Write to a temp file and rename, so a crash never leaves a half-written file."""
-    tmp = f"{path}.tmp"
-    if path.endswith(".npz"):  # compressed: run folders get copied (reproduction/, a GPU's)
-        with open(tmp, "wb") as f:
-            np.savez_compressed(f, **obj)
-    elif path.endswith(".json"):
-        with open(tmp, "w") as f:
-            json.dump(obj, f, indent=1)
-    else:
-        torch.save(obj, tmp)
-    os.replace(tmp, path)
-
-
-def load_checkpoint(path):
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except FileNotFoundError:
-        raise Stop(f"missing checkpoint {path}")
-    except Exception as e:
-        raise Stop(f"corrupt checkpoint {path}: {type(e).__name__}: "
-                   f"{str(e).splitlines()[0][:120]}")

@@ -21,8 +21,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.func import functional_call, stack_module_state, vmap
 
-from data import Stop
 from model import ACTS, LN_PLACEMENTS
+from runfiles import Stop
 
 
 def norm(cfg, P, name, x):

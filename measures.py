@@ -23,10 +23,11 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.func import functional_call, grad, vmap
 
-from data import Stop, all_pairs, hole_mask, train_mask
+from data import all_pairs, hole_mask, train_mask
 from fourier import (ONE_FREQ, ce, component_norms, cos_fit_r2, cos_template_r2, excluded_loss,
                      fourier_basis, frequency_norms, key_frequencies, neuron_frequencies,
                      restricted_loss)
+from runfiles import Stop
 
 N_NTK = 256       # fixed train pairs for the NTK; None: all, Singh et al.'s K (3831^2 x 0.2M MACs)
 N_ATTN = 1024     # fixed pairs for attention entropy (full forward over all positions)

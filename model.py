@@ -22,7 +22,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from data import OPS, SPLITS, Stop
+from data import OPS, SPLITS
+from runfiles import Stop
 
 
 class LN(NamedTuple):

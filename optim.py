@@ -13,7 +13,7 @@ that checkpoints slice into runs and stack again (fast.run_states, fast.load_run
 """
 import torch
 
-from data import Stop
+from runfiles import Stop
 
 
 class AdamW(torch.optim.Optimizer):

@@ -7,6 +7,7 @@ place, and which module imports which.
 """
 import ast
 import csv
+import errno
 import os
 import shutil
 import subprocess
@@ -17,13 +18,16 @@ import pytest
 import torch
 
 import analyze as A
+import data
 import fourier
 import measures as M
 import plots
+import runfiles
 import stats
 from conftest import HERE
-from data import Stop, make_data
+from data import make_data
 from model import Config, build_model
+from runfiles import Stop
 from train import train
 
 P = 23
@@ -53,7 +57,7 @@ def test_analyze_folder_of_runs_and_skip_bad_ones(tmp_path, capsys):
     ck.write_bytes(ck.read_bytes()[:500])
     A.main([str(tmp_path)])
     out = capsys.readouterr().out
-    assert "skipped: " in out and "empty: no checkpoints" in out and "corrupt checkpoint" in out
+    assert "skipped: missing " in out and "empty/metrics.npz" in out and "corrupt checkpoint" in out
     r = dict(np.load(tmp_path / "pre_s0" / "analysis.npz"))
     m = np.load(tmp_path / "pre_s0" / "metrics.npz")
     assert list(r["step"]) == [0, 20, 40]
@@ -108,6 +112,55 @@ def test_analyze_folder_of_runs_and_skip_bad_ones(tmp_path, capsys):
     mtime = os.path.getmtime(tmp_path / "pre_s0" / "analysis.npz")
     A.analyse_run(str(tmp_path / "pre_s0"))
     assert os.path.getmtime(tmp_path / "pre_s0" / "analysis.npz") == mtime
+
+
+def test_analyze_skips_the_one_bad_file_or_run_says_which_and_goes_on(tmp_path, capsys):
+    first = tiny_run(tmp_path, "files")
+    for name in ("cache", "metrics", "name"):
+        shutil.copytree(first, tmp_path / name)
+    # in one run: a bad last checkpoint, a stray file, another model's weights: those files alone
+    ck = torch.load(first / "ckpt" / "step_000020.pt", weights_only=True)
+    (first / "ckpt" / "step_000040.pt").write_bytes(b"")
+    torch.save(ck, first / "ckpt" / "step_final.pt")
+    other = Config(p=P, d_model=16, n_heads=4, d_mlp=64)
+    torch.save(dict(ck, step=30, model=build_model(other).state_dict()),
+               first / "ckpt" / "step_000030.pt")
+    (tmp_path / "cache" / "analysis.npz").write_bytes(b"PK\x03\x04 cut short")  # made again
+    metrics = tmp_path / "metrics" / "metrics.npz"
+    metrics.write_bytes(metrics.read_bytes()[:300])  # truncated: that run is skipped
+    os.rename(tmp_path / "name", os.fsdecode(bytes(tmp_path) + b"/name\xff"))  # not UTF-8
+    A.main([str(tmp_path)])
+    out = capsys.readouterr().out
+    for line in (f"skipped corrupt checkpoint {first}/ckpt/step_000040.pt (EOFError",
+                 f"skipped {first}/ckpt/step_final.pt: not a checkpoint",
+                 f"skipped {first}/ckpt/step_000030.pt: the checkpoint of step 30 does not fit",
+                 f"{tmp_path}/cache/analysis.npz cannot be read",
+                 f"skipped: corrupt {metrics}", f"skipped: {tmp_path}/name\\xff: the name is not"):
+        assert line in out
+    assert list(np.load(first / "analysis.npz")["step"]) == [0, 20]
+    assert list(np.load(tmp_path / "cache" / "analysis.npz")["step"]) == [0, 20, 40]
+    assert not (tmp_path / "metrics" / "analysis.npz").exists()
+    assert (tmp_path / "summary.md").exists()  # the runs that could be analysed, together
+    assert not [f for _, _, fs in os.walk(tmp_path) for f in fs if f.endswith(".tmp")]
+
+
+def test_analyze_on_a_full_disk_is_one_line_and_leaves_no_temp_file(tmp_path, capsys,
+                                                                    monkeypatch):
+    run = tiny_run(tmp_path, "r")
+
+    def full(*a, **kw):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(runfiles.np, "savez_compressed", full)
+    with pytest.raises(SystemExit, match="error: no run could be analysed"):
+        A.main([str(run)])
+    assert "skipped: no space left on the disk" in capsys.readouterr().out
+    assert sorted(os.listdir(run)) == ["ckpt", "config.json", "metrics.npz", "resume.pt"]
+
+
+def test_analyze_help_exits_0(capsys):
+    with pytest.raises(SystemExit) as e:
+        A.main(["--help"])
+    assert e.value.code == 0 and "RUNS_DIR_OR_RUN" in capsys.readouterr().out
 
 
 def test_summary_measures_at_a_common_step():
@@ -259,14 +312,18 @@ def project_imports(path):
 
 
 def test_imports_run_one_way():
-    """data <- model <- train <- analyze -> plots, stats, and analyze -> measures -> data,
-    fourier: plots only draws (matplotlib, numpy, the standard library), stats is numpy and the
-    standard library, the measures know nothing of training."""
+    """runfiles <- model <- train, and runfiles, model <- analyze -> plots, stats, measures ->
+    data, fourier: the run files know nothing of the models, training or analysis, plots only
+    draws (matplotlib, numpy, the standard library), stats is numpy and the standard library,
+    the measures and analysis know nothing of training."""
+    assert project_imports(runfiles.__file__) == set()
+    assert project_imports(data.__file__) == set()
     assert project_imports(plots.__file__) == set()
     assert project_imports(stats.__file__) == set()
-    assert project_imports(M.__file__) <= {"data", "model", "fourier"}
+    assert project_imports(M.__file__) <= {"data", "model", "fourier", "runfiles"}
     assert project_imports(fourier.__file__) == set()
-    assert project_imports(A.__file__) == {"data", "model", "train", "measures", "plots", "stats"}
+    assert project_imports(A.__file__) <= {"data", "model", "measures", "plots", "runfiles",
+                                           "stats"}
 
 
 def test_a_dropout_run_is_measured_without_dropout(tmp_path):

@@ -16,8 +16,9 @@ import torch
 
 import analyze as A
 from conftest import quiet, small_cfg
-from data import Stop, make_data, save_atomic
+from data import make_data
 from model import Config, build_model
+from runfiles import Stop, save_atomic
 from train import train
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "experiments"))
@@ -257,7 +258,8 @@ def test_minibatch_table_reads_a_copys_hessian_from_the_json_its_checkpoint_wrot
         (run / "config.json").write_text(json.dumps(cfg.to_dict()))
         np.savez(run / "metrics.npz", step=np.array([0, 2000]), train_loss=np.array([5.0, 1e-3]),
                  test_loss=np.array([5.0, 2.0]), test_acc=np.array([0.0, 0.5]))
-        save_atomic(dict(model=build_model(cfg).state_dict()), str(run / "ckpt" / "step_002000.pt"))
+        save_atomic(dict(step=2000, config=cfg.to_dict(), model=build_model(cfg).state_dict()),
+                    str(run / "ckpt" / "step_002000.pt"))
     minibatch_table.main(str(tmp_path))
     table = capsys.readouterr().out
     for embed, n in (("learned", 2), ("onehot", 1)):  # one eigenvalue a block: onehot has no embed

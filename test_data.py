@@ -11,9 +11,10 @@ import torch
 
 import measures
 from conftest import DEVICES, quiet, small_cfg
-from data import SPLITS, Batches, Stop, all_pairs, make_data, token_frequency
+from data import SPLITS, Batches, all_pairs, make_data, token_frequency
 from model import Config, build_model
 from optim import emb_lr_ratio
+from runfiles import Stop
 from train import main, train
 
 

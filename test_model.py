@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from conftest import SMALL, quiet, small_cfg
-from data import Stop
 from fast import Stacked, build_runs, check_forward, forward_fn, unused
 from model import Config, LN_PLACEMENTS, build_model
+from runfiles import Stop
 from train import train
 
 

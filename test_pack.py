@@ -13,8 +13,8 @@ import sys
 import numpy as np
 import pytest
 
-from data import Stop
 from model import Config
+from runfiles import Stop
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "experiments"))
 import claims  # noqa: E402

@@ -5,6 +5,7 @@ scripts list valid runs.
 
     python -m pytest -q test_train.py
 """
+import errno
 import os
 import signal
 import subprocess
@@ -16,12 +17,14 @@ import pytest
 import torch
 
 import optim
+import runfiles
 import train as train_module
 from conftest import BATCHED, HERE, quiet, small_cfg
-from data import Stop, make_data
+from data import make_data
 from model import Config, LN_PLACEMENTS, build_model
 from optim import AdamW
-from train import check_options, load_checkpoint, main, parse_args, train
+from runfiles import Stop, load_checkpoint
+from train import Interrupted, check_options, main, parse_args, train
 
 
 # ---------------------------------------------------------------- bad input: one line, no traceback
@@ -73,14 +76,14 @@ def test_resume_refuses_missing_corrupt_and_different(tmp_path):
     with pytest.raises(SystemExit, match="missing checkpoint"):
         main(args + ["--resume"])
     main(args)
-    with pytest.raises(SystemExit, match="exists: add --resume"):
+    with pytest.raises(SystemExit, match="holds a run .*: add --resume"):
         main(args)
     with pytest.raises(SystemExit, match="different config \\(lr\\)"):
         main(args + ["--resume", "--lr", "0.01"])
     with pytest.raises(SystemExit, match="at step 10, past --steps 5"):
         main(args + ["--resume", "--steps", "5"])
     os.remove(tmp_path / "r" / "metrics.npz")
-    with pytest.raises(SystemExit, match="metrics.npz is missing or corrupt"):
+    with pytest.raises(SystemExit, match="missing .*metrics.npz"):
         main(args + ["--resume", "--steps", "20"])
     path = tmp_path / "r" / "resume.pt"
     path.write_bytes(path.read_bytes()[:1000])  # truncated
@@ -180,31 +183,126 @@ def test_adamw_runs_of_a_stack_take_their_own_lr_and_wd():
     assert shrink[0] != shrink[2] and shrink[2] == pytest.approx(0.9, abs=0.02)
 
 
-def test_ctrl_c_saves_a_run_that_resume_finishes(tmp_path):
-    args = [sys.executable, "train.py", "--p", "23", "--d-model", "32", "--d-mlp", "64",
-            "--steps", "100000", "--out", str(tmp_path), "--name", "r", "--eval-every", "5",
-            "--ckpt-every", "1000", "--device", "cpu"]
-    proc = subprocess.Popen(args, cwd=HERE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+@pytest.mark.parametrize("sig,status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_ctrl_c_and_sigterm_save_at_the_step_and_resume_as_uninterrupted(sig, status, tmp_path):
+    common = ["--p", "23", "--d-model", "32", "--d-mlp", "64", "--eval-every", "5",
+              "--ckpt-every", "10", "--device", "cpu", "--out", str(tmp_path)]
+    args = common + ["--name", "r"]
+    proc = subprocess.Popen([sys.executable, "train.py", *args, "--steps", "100000"], cwd=HERE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 60
-    while not os.path.exists(tmp_path / "r" / "ckpt" / "step_000000.pt") and time.time() < deadline:
-        time.sleep(0.2)
-    time.sleep(1.0)
-    proc.send_signal(signal.SIGINT)
+    while not os.path.exists(tmp_path / "r" / "ckpt" / "step_000010.pt") and time.time() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.5)
+    proc.send_signal(sig)
     out, err = proc.communicate(timeout=60)
-    assert "interrupted at step" in out and "Traceback" not in err
-    ck = load_checkpoint(str(tmp_path / "r" / "resume.pt"))
-    step = ck["step"]
-    assert step > 0 and "optim" in ck
-    m = np.load(tmp_path / "r" / "metrics.npz")
-    assert m["step"][-1] < step
-    cfg = Config.from_dict(ck["config"])
-    cfg.steps = step + 10
-    resumed = train(cfg, str(tmp_path / "r"), resume=True, log=quiet)
-    cfg2 = Config.from_dict(ck["config"])
-    cfg2.steps = step + 10
-    full = train(cfg2, str(tmp_path / "full"), log=quiet)
-    np.testing.assert_array_equal(np.array(resumed["test_loss"]), np.array(full["test_loss"]))
+    # non-zero, as a shell expects (a sweep stops), one line saying how to go on
+    assert proc.returncode == status and "Traceback" not in err
+    step = load_checkpoint(str(tmp_path / "r" / "resume.pt"))["step"]
+    assert err.strip() == (f"interrupted by {signal.Signals(sig).name} at step {step}: saved; "
+                           f"continue with: python train.py {' '.join(args)} --steps 100000 "
+                           "--resume")
+    assert step > 10 and np.load(tmp_path / "r" / "metrics.npz")["step"][-1] < step
+    # ckpt/ holds the grid alone: the resumed run has the uninterrupted one's checkpoints
+    end = str(step + 12)
+    main(args + ["--steps", end, "--resume"])
+    main(common + ["--name", "r0", "--steps", end])
+    full = np.load(tmp_path / "r0" / "metrics.npz")
+    resumed = np.load(tmp_path / "r" / "metrics.npz")
+    for k in full.files:
+        np.testing.assert_array_equal(resumed[k], full[k], err_msg=k)
+    assert os.listdir(tmp_path / "r" / "ckpt") == os.listdir(tmp_path / "r0" / "ckpt")
+    assert sorted(os.listdir(tmp_path / "r")) == ["ckpt", "config.json", "metrics.npz",
+                                                  "resume.pt"]  # no lock, no temp file
+
+
+TINY = ["--p", "7", "--d-model", "16", "--n-heads", "2", "--d-mlp", "32", "--frac", "0.5",
+        "--eval-every", "5", "--ckpt-every", "10", "--device", "cpu"]
+
+
+def test_a_second_writer_is_kept_out_naming_the_first_and_a_dead_ones_lock_is_taken_over(
+        tmp_path):
+    args = TINY + ["--out", str(tmp_path), "--name", "r"]
+    main(args + ["--steps", "10"])
+    lock = str(tmp_path / "r" / "lock")
+    holder = subprocess.Popen(  # another process writing the run: it holds the lock
+        [sys.executable, "-c", "import fcntl, os, sys, time\n"
+         "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\nfcntl.flock(fd, fcntl.LOCK_EX)\n"
+         "os.write(fd, str(os.getpid()).encode())\nprint('locked', flush=True)\ntime.sleep(120)",
+         lock], stdout=subprocess.PIPE, text=True)
+    assert holder.stdout.readline() == "locked\n"
+    with pytest.raises(SystemExit, match=f"being written by process {holder.pid}: wait"):
+        main(args + ["--steps", "20", "--resume"])
+    holder.kill()  # kill -9: its lock file stays behind, naming a dead process
+    holder.wait()
+    dead, live = (tmp_path / "r" / f"resume.pt.{pid}.tmp" for pid in (holder.pid, os.getppid()))
+    dead.write_bytes(b"half")  # what a writer killed in the middle of a save leaves
+    live.write_bytes(b"half")  # a living process's: never touched
+    assert os.path.exists(lock)
+    main(args + ["--steps", "20", "--resume"])
+    assert not os.path.exists(lock) and not dead.exists() and live.read_bytes() == b"half"
+    assert np.load(tmp_path / "r" / "metrics.npz")["step"][-1] == 20
+
+
+def test_save_atomic_writes_a_temp_file_of_its_own_and_removes_it_on_failure(tmp_path,
+                                                                           monkeypatch):
+    path = str(tmp_path / "m.npz")
+    others = [path + ".tmp", path + ".222.tmp"]  # another writer's, half written
+    for q in others:
+        open(q, "wb").write(b"half")
+    monkeypatch.setattr(os, "getpid", lambda: 111)
+    runfiles.save_atomic(dict(a=np.arange(3)), path)
+    np.testing.assert_array_equal(np.load(path)["a"], np.arange(3))
+    with pytest.raises(TypeError):  # a failure: no temp file of this writer stays
+        runfiles.save_atomic(dict(a=object()), str(tmp_path / "c.json"))
+    assert sorted(os.listdir(tmp_path)) == sorted(["m.npz", "m.npz.tmp", "m.npz.222.tmp"])
+    assert all(open(q, "rb").read() == b"half" for q in others)
+
+
+@pytest.mark.parametrize("writer,fail_at", [("torch", 4), ("numpy", 2)])
+def test_a_full_disk_is_one_line_leaves_no_temp_file_and_resume_goes_on(writer, fail_at,
+                                                                       tmp_path, monkeypatch):
+    args = TINY + ["--steps", "30", "--out", str(tmp_path)]
+    main(args + ["--name", "full"])
+    module = runfiles.torch if writer == "torch" else runfiles.np
+    name = "save" if writer == "torch" else "savez_compressed"
+    write, calls = getattr(module, name), []
+
+    def short_write(*a, **kw):  # the disk fills up at the fail_at-th write of this kind
+        calls.append(1)
+        if len(calls) < fail_at:
+            return write(*a, **kw)
+        if writer == "torch":  # torch's zip writer: part of the file (obj, path), then this
+            open(a[1], "wb").write(b"PK\x03\x04")
+            raise RuntimeError("[enforce fail at inline_container.cc:672] . unexpected pos 64")
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(module, name, short_write)
+    with pytest.raises(SystemExit) as e:
+        main(args + ["--name", "r"])
+    assert str(e.value).startswith("error: no space left on the disk")
+    assert "--resume" in str(e.value)
+    assert not [f for _, _, fs in os.walk(tmp_path) for f in fs if f.endswith(".tmp")]
+    monkeypatch.setattr(module, name, write)
+    main(args + ["--name", "r", "--resume"])
+    full = np.load(tmp_path / "full" / "metrics.npz")
+    resumed = np.load(tmp_path / "r" / "metrics.npz")
+    for k in full.files:
+        np.testing.assert_array_equal(resumed[k], full[k], err_msg=k)
+
+
+def test_a_resume_to_nan_weights_keeps_every_metrics_row(tmp_path):
+    train(small_cfg(steps=10), str(tmp_path / "r"), log=quiet)
+    path = tmp_path / "r" / "resume.pt"
+    ck = torch.load(path, weights_only=True)
+    ck["model"] = {k: torch.full_like(v, float("nan")) for k, v in ck["model"].items()}
+    torch.save(ck, path)
+    before = np.load(tmp_path / "r" / "metrics.npz")
+    with pytest.raises(Stop, match="train loss is nan at step 10"):
+        train(small_cfg(steps=20), str(tmp_path / "r"), resume=True, log=quiet)
+    after = np.load(tmp_path / "r" / "metrics.npz")
+    assert list(after["step"]) == [0, 5, 10]
+    for k in before.files:
+        np.testing.assert_array_equal(after[k], before[k], err_msg=k)
 
 
 def test_nan_stops_and_keeps_the_last_good_checkpoint(tmp_path):
@@ -222,7 +320,8 @@ def test_resume_is_exact_after_ctrl_c_between_evaluations_or_a_crash_in_save(tmp
     hyper, save_metrics = train_module.set_hyper, train_module.save_metrics
     monkeypatch.setattr(train_module, "set_hyper", lambda opt, n, c, step, *a: (
         step == 12 and os.kill(os.getpid(), signal.SIGINT), hyper(opt, n, c, step, *a))[1])
-    train(cfg(), str(tmp_path / "c"), log=quiet)  # Ctrl-C at step 12: saved at 13
+    with pytest.raises(Interrupted, match="SIGINT at step 13"):  # Ctrl-C at step 12
+        train(cfg(), str(tmp_path / "c"), log=quiet)
     calls = []  # a crash (a kill) in the second save, the step-10 one
     monkeypatch.setattr(train_module, "save_metrics", lambda *a: (
         calls.append(1), len(calls) == 2 and 1 / 0, save_metrics(*a)))

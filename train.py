@@ -13,6 +13,7 @@ Writes runs/<name>/{config.json, metrics.npz, resume.pt, ckpt/step_XXXXXX.pt}.
 import argparse
 import itertools
 import os
+import shlex
 import signal
 import sys
 import time
@@ -22,18 +23,18 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from data import Batches, Stop, load_checkpoint, make_data, save_atomic, token_frequency
+from data import Batches, make_data, token_frequency
 from fast import build_runs, cuda_graph, load_runs, named_params, run_states, tune_cpu
 from model import Config, PRESETS, build_model, flag
 from optim import emb_lr_ratio, make_optimizer, set_hyper
+from runfiles import (GROK, KEYS, ArgumentParser, Stop, check_name, first_below, load_checkpoint,
+                      load_metrics, lock_run, printable, run_files, save_atomic, save_metrics,
+                      unlock_run)
 
-GROK = 0.01  # "generalized" = first step with loss <= this (Singh et al.)
 MULTI = ("ln", "seed", "lr", "wd", "alpha")  # several values: every combination a run, batched
 # what runs trained together (one process, one Stacked model) may differ in
 STACKABLE = ("ln", "seed", "data_seed", "op", "split", "hole", "lr", "wd", "fix_wd", "alpha",
              "alpha_lr", "emb_lr_ratio", "sampling")
-KEYS = ["step", "train_loss", "train_acc", "test_loss", "test_acc", "weight_norm", "update_norm",
-        "lr", "emb_lr_ratio", "collapse", "zero_loss"]  # the columns of metrics.npz
 
 
 def loss_fn(logits, y, dtype="float64", kind="ce"):
@@ -64,14 +65,8 @@ def accuracy(logits, y):
     return (logits.argmax(-1) == y).double().mean(-1)
 
 
-def first_below(steps, values, thr=GROK):
-    hit = np.nonzero(np.asarray(values) <= thr)[0]
-    return int(np.asarray(steps)[hit[0]]) if len(hit) else None
-
-
 def parse_args(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--preset", default="singh", choices=list(PRESETS),
                     help="defaults to start from (default singh)")
     for f in fields(Config):
@@ -112,8 +107,14 @@ def parse_args(argv=None):
             for vals in itertools.product(*multi.values())]
     for c in cfgs:
         c.data_seed = data_seeds[seeds.index(c.seed) if len(data_seeds) > 1 else 0]
-    names = [os.path.join(args.out, args.name or run_name(c, args.preset, given)) for c in cfgs]
-    return cfgs, names, args
+    try:
+        args.out.encode("utf-8")
+    except UnicodeEncodeError:
+        raise Stop(f"--out {printable(args.out)} is not UTF-8") from None
+    names = [args.name or run_name(c, args.preset, given) for c in cfgs]
+    for n in names:
+        check_name(n, "--name" if args.name else "the run name (set one with --name)")
+    return cfgs, [os.path.join(args.out, n) for n in names], args
 
 
 def run_name(cfg, preset, given):
@@ -141,7 +142,10 @@ def check_options(cfgs, run_dirs, device, resume):
     if len(cfgs) > 1 and "off" in {c.ln for c in cfgs} and len({c.ln for c in cfgs}) > 1:
         raise Stop("runs trained together need the same parameters: train --ln off "
                    "(no LayerNorm) on its own")
-    sizes = {(len(d[0]), len(d[2])) for d in map(make_data, cfgs)}
+    try:
+        sizes = {(len(d[0]), len(d[2])) for d in map(make_data, cfgs)}
+    except (MemoryError, RuntimeError) as e:
+        raise too_big(e, "the task (--p squared pairs)", "a smaller --p")
     if any(0 in s for s in sizes):
         raise Stop("empty train or test set for this --frac/--split/--hole")
     if len(sizes) > 1:
@@ -153,8 +157,8 @@ def check_options(cfgs, run_dirs, device, resume):
     if len(set(run_dirs)) < len(run_dirs):
         raise Stop("--name names one run; several runs get names of their own")
     for d in run_dirs:
-        if not resume and os.path.exists(os.path.join(d, "resume.pt")):
-            raise Stop(f"{d} exists: add --resume to continue it, or pick another --name")
+        if not resume and run_files(d):
+            raise Stop(holds_a_run(d))
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device == "mps":  # Apple's GPUs have no float64, which the loss and optimizer use
@@ -166,11 +170,58 @@ def check_options(cfgs, run_dirs, device, resume):
     return device
 
 
+def holds_a_run(run_dir):
+    return (f"{run_dir} holds a run ({', '.join(run_files(run_dir))}): add --resume to continue "
+            "it, or pick another --name or --out")
+
+
+def too_big(e, what, instead):
+    """Stop for an allocation that failed (out of memory: torch's RuntimeError), else e."""
+    if isinstance(e, MemoryError) or "alloc" in str(e):
+        return Stop(f"{what} does not fit in memory: {instead}")
+    return e
+
+
+def claim_folders(run_dirs, resume):
+    """Lock each run folder against other writers (made first for a fresh run), and check
+    again under the lock that a fresh run's folder holds no run: another process may have
+    begun one there since check_options. Returns the locks, for release_folders."""
+    locks = []
+    try:
+        for d in run_dirs:
+            if resume and not os.path.exists(os.path.join(d, "resume.pt")):
+                raise Stop(f"missing checkpoint {d}/resume.pt" + (
+                    f": the run stopped before its first save; remove {d} and start again"
+                    if os.path.isdir(d) else ""))
+            try:
+                os.makedirs(d, exist_ok=True)
+            except OSError as e:
+                raise Stop(f"cannot create {printable(d)}: {e.strerror}") from None
+            locks.append((d, lock_run(d)))
+            if not resume and run_files(d):
+                raise Stop(holds_a_run(d))
+    except BaseException:
+        release_folders(locks)
+        raise
+    return locks
+
+
+def release_folders(locks):
+    for d, fd in locks:
+        unlock_run(d, fd)
+
+
 def resume_runs(cfgs, run_dirs, model, opt, log):
     """Load the runs' resume.pt into model and optimizer; their metrics before that step."""
     cks = [load_checkpoint(os.path.join(d, "resume.pt")) for d in run_dirs]
     for i, (c, d, ck) in enumerate(zip(cfgs, run_dirs, cks)):
-        old = Config.from_dict(ck["config"])
+        if not isinstance(ck.get("optim"), dict):
+            raise Stop(f"--resume: {d}/resume.pt has no optimizer state (a ckpt/ file copied "
+                       "over it?): start again")
+        try:
+            old = Config.from_dict(ck["config"])
+        except (TypeError, ValueError) as e:
+            raise Stop(f"--resume: {d}/resume.pt: {e}") from None
         # a schedule spans the run's first --steps, however far --resume extends them: the
         # resumed run's config (a copy: the caller's is left as it is) keeps that length
         old.schedule_steps = old.schedule_steps or old.steps
@@ -185,24 +236,40 @@ def resume_runs(cfgs, run_dirs, model, opt, log):
         load_runs(model, opt, cks)
         if "rng" in cks[0]:
             rng_state(cks[0]["rng"])
-    except (KeyError, ValueError, RuntimeError) as e:
+    except (KeyError, ValueError, RuntimeError, TypeError, AttributeError) as e:
         raise Stop(f"--resume: {run_dirs[0]}/resume.pt does not fit this code or these runs "
                    f"({type(e).__name__}): resume the runs one at a time, or start again")
     start = cks[0]["step"]
     if cfgs[0].steps < start:
         raise Stop(f"--resume: {run_dirs[0]} is at step {start}, past --steps {cfgs[0].steps}")
+    # the evaluations before `start`, which metrics.npz must hold: rows from `start` on (written
+    # before a kill stopped the save of resume.pt) are dropped and made again, as uninterrupted
+    t = np.arange(start)
+    evaluated = t[(t % cfgs[0].eval_every == 0) | (t % cfgs[0].ckpt_every == 0)]
     metrics = []
     for d in run_dirs:
         try:
-            old = dict(np.load(os.path.join(d, "metrics.npz")))
-        except Exception as e:  # missing, truncated: np.load raises several kinds
-            raise Stop(f"--resume: {d}/metrics.npz is missing or corrupt ({type(e).__name__})")
-        keep = old["step"] < start  # rows from `start` on are recomputed, as uninterrupted
+            old = load_metrics(os.path.join(d, "metrics.npz"))
+        except Stop as e:
+            raise Stop(f"--resume: {e}") from None
+        keep = old["step"] < start
+        if not np.array_equal(old["step"][keep], evaluated):
+            last = old["step"][keep][-1] if keep.any() else "no step"
+            raise Stop(f"--resume: {d}/metrics.npz ends at step {last}, older than resume.pt "
+                       f"(step {start}): they are not of one run; start again")
         # a column newer than the run: NaN before the resume
         metrics.append({k: list(old[k][keep]) if k in old else [np.nan] * int(keep.sum())
                         for k in KEYS})
     log(f"resuming {', '.join(run_dirs)} at step {start}")
     return metrics, start
+
+
+class Interrupted(Exception):
+    """Training stopped by a signal (Ctrl-C, SIGTERM) after saving resume.pt at `step`."""
+
+    def __init__(self, signum, step):
+        super().__init__(f"interrupted by {signal.Signals(signum).name} at step {step}")
+        self.signum, self.step = signum, step
 
 
 def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast=True,
@@ -218,13 +285,22 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
     tune_cpu()
     cfg, R = cfgs[0], len(cfgs)
     x_tr, y_tr, x_te, y_te = (torch.stack(t).to(device) for t in zip(*map(make_data, cfgs)))
-    models = [build_model(c).to(device) for c in cfgs]
-    model, forward, skip = build_runs(models, fast, probe=(x_tr[0, :64], y_tr[0, :64]))
+    try:
+        models = [build_model(c).to(device) for c in cfgs]
+        model, forward, skip = build_runs(models, fast, probe=(x_tr[0, :64], y_tr[0, :64]))
+    except (MemoryError, RuntimeError) as e:
+        raise too_big(e, "the model", "a smaller --d-model, --d-mlp or --p")
     names, params = zip(*named_params(model))
     opt = make_optimizer(cfg, list(zip(names, params)), R)
-    metrics, start = resume_runs(cfgs, run_dirs, model, opt, log) if resume else \
-        ([{k: [] for k in KEYS} for _ in cfgs], 0)
-    make_folders(cfgs, run_dirs)  # only now: a refused --resume leaves no folder behind
+    # only now, all checked: a refused run leaves no folder behind
+    locks = claim_folders(run_dirs, resume)
+    try:
+        metrics, start = resume_runs(cfgs, run_dirs, model, opt, log) if resume else \
+            ([{k: [] for k in KEYS} for _ in cfgs], 0)
+        make_folders(cfgs, run_dirs)
+    except BaseException:
+        release_folders(locks)
+        raise
     # the evaluation's forward is the step's unless a step sees a batch or dropout
     same = cfg.batch_size is None and cfg.dropout == 0
     # mini-batches: each run's own seeded order; idx holds the current batch's indices
@@ -254,22 +330,24 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
         opt.step()
         torch.set_flush_denormal(True)  # the forward and backward: tune_cpu
 
-    def save(step):  # metrics first: a resume drops rows past its step, never lacks one
+    def save(step, checkpoint=True):  # metrics first: a resume drops rows past its step
         save_metrics(metrics, run_dirs)
         for c, d, (state, optim) in zip(cfgs, run_dirs, run_states(model, opt)):
             ck = dict(step=step, config=c.to_dict(), model=state)
-            save_atomic(ck, os.path.join(d, "ckpt", f"step_{step:06d}.pt"))
+            if checkpoint:  # ckpt/ holds the steps of the grid alone, interrupted or not
+                save_atomic(ck, os.path.join(d, "ckpt", f"step_{step:06d}.pt"))
             # and the random state (dropout masks), so that --resume goes on exactly
             save_atomic(dict(ck, optim=optim, rng=rng_state()), os.path.join(d, "resume.pt"))
 
-    interrupted = []
-    old_handler = signal.signal(signal.SIGINT, lambda *_: interrupted.append(1))  # between steps
+    interrupted, stopped = [], None  # Ctrl-C, SIGTERM (timeout, Slurm, docker stop): between steps
+    handlers = {s: signal.signal(s, lambda signum, _: interrupted.append(signum))
+                for s in (signal.SIGINT, signal.SIGTERM)}
     t0, shown, end = time.time(), [0.0], stop_step(metrics, cfg.steps, stop_after_grok)
     try:
         for step in range(start, cfg.steps + 1):
             if interrupted:
-                save(step)
-                log(f"interrupted at step {step}: saved; continue with --resume")
+                save(step, checkpoint=False)  # resume.pt at this step: no step is lost
+                stopped = step
                 break
             evaluate = step % cfg.eval_every == 0 or step % cfg.ckpt_every == 0 or step >= end
             if evaluate:  # 'auto' follows the weights
@@ -288,7 +366,8 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
                 test_logits = forward(x_te, train=False)
                 before = [p.detach().clone() for p in params]
             if not torch.isfinite(losses).all():  # the only host synchronisations: here
-                save_metrics(metrics, run_dirs)
+                if step > start:  # else the file holds every row there is
+                    save_metrics(metrics, run_dirs)
                 bad = losses.tolist() if R > 1 else losses.item()
                 raise Stop(f"train loss is {bad} at step {step}: stopped, "
                            f"{'the last good checkpoint kept' if step else 'no checkpoint yet'}; "
@@ -311,7 +390,11 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
                 graph = cuda_graph(lambda: update(step_loss()), list(params), opt)
             progress(metrics, step, end, start, t0, shown, log)
     finally:
-        signal.signal(signal.SIGINT, old_handler)
+        for s, handler in handlers.items():
+            signal.signal(s, handler)
+        release_folders(locks)
+    if stopped is not None:
+        raise Interrupted(interrupted[0], stopped)
     for d, m in zip(run_dirs, metrics):
         log(f"{d}: done in {time.time() - t0:.1f}s | " + " | ".join(
             f"{k} loss <= {GROK} at step {first_below(m['step'], m[k + '_loss']) or 'not reached'}"
@@ -357,11 +440,6 @@ def make_folders(cfgs, run_dirs):
         save_atomic(c.to_dict(), os.path.join(d, "config.json"))
 
 
-def save_metrics(metrics, run_dirs):
-    for m, d in zip(metrics, run_dirs):
-        save_atomic({k: np.array(v) for k, v in m.items()}, os.path.join(d, "metrics.npz"))
-
-
 def progress(metrics, step, end, start, t0, shown, log):
     """A status line at most every 5 s (shown[0]: when the last one was): means over the runs,
     ms/step, time left."""
@@ -378,6 +456,7 @@ def progress(metrics, step, end, start, t0, shown, log):
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
     try:
         cfgs, run_dirs, args = parse_args(argv)
         print(f"run {', '.join(run_dirs)}")
@@ -385,6 +464,14 @@ def main(argv=None):
               args.device, args.resume, args.stop_after_grok, args.fast)
     except Stop as e:
         sys.exit(f"error: {e}")
+    except Interrupted as e:  # non-zero, as a shell expects: a sweep stops here
+        again = " ".join(map(shlex.quote, ["python", "train.py", *argv]
+                             + ([] if args.resume else ["--resume"])))
+        print(f"{e}: saved; continue with: {again}", file=sys.stderr)
+        sys.exit(128 + e.signum)
+    except KeyboardInterrupt:  # before training began
+        print("interrupted before training began: nothing saved", file=sys.stderr)
+        sys.exit(128 + signal.SIGINT)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ whose checkpoints or measures changed).
 """
 import glob
 import itertools
-import json
 import os
 import sys
 
@@ -28,11 +27,9 @@ import pack  # noqa: E402
 import verdicts  # noqa: E402
 from singh_numbers import (COMPRESSIBILITY, SINGH, SINGH_CURVES, SINGH_LN,  # noqa: E402
                            SINGH_MODEL, released)
-from data import Stop  # noqa: E402
-from model import Config  # noqa: E402
 from optim import schedule  # noqa: E402
+from runfiles import Stop, first_below, load_metrics  # noqa: E402
 from stats import fisher_exact, mann_whitney, sign_test  # noqa: E402
-from train import first_below  # noqa: E402
 
 
 def load(root, analysed=False, keep=lambda cfg: True):
@@ -40,7 +37,7 @@ def load(root, analysed=False, keep=lambda cfg: True):
     a run without checkpoints (a copy in reproduction/) brings its analysis.npz."""
     done = {}
     for run in sorted(map(os.path.dirname, glob.glob(os.path.join(root, "*", "metrics.npz")))):
-        cfg = Config.from_dict(json.load(open(os.path.join(run, "config.json"))))
+        cfg = A.run_config(run)
         if not keep(cfg):
             continue
         kept, res = os.path.join(run, "analysis.npz"), {}
@@ -50,7 +47,7 @@ def load(root, analysed=False, keep=lambda cfg: True):
                 res["keys_embed"], res["keys"] = res.pop("keys", None), res.pop("keys_logit", None)
         elif analysed:
             res = A.analyse_run(run, log=lambda *_: None)
-        done[run] = (cfg, dict(np.load(os.path.join(run, "metrics.npz"))), res)
+        done[run] = (cfg, load_metrics(os.path.join(run, "metrics.npz")), res)
     return done
 
 

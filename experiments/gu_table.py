@@ -15,8 +15,8 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import analyze as A  # noqa: E402
 from data import hole_mask  # noqa: E402
+from runfiles import Stop, first_below  # noqa: E402
 from stats import rank_corr  # noqa: E402
-from train import first_below  # noqa: E402
 import pack  # noqa: E402
 
 
@@ -132,5 +132,8 @@ def main(root):
 
 if __name__ == "__main__":
     from metrics_table import folder_arg
-    with pack.opened(folder_arg(__doc__)) as root:  # run folders, or their pack
-        main(root)
+    try:
+        with pack.opened(folder_arg(__doc__)) as root:  # run folders, or their pack
+            main(root)
+    except Stop as e:  # a run it cannot read: one line
+        sys.exit(f"error: {e}")

@@ -19,11 +19,27 @@ run_jobs() {
         if (!(c in seeds)) order[++n] = c; seeds[c] = seeds[c] " " substr($0, RSTART + 8, RLENGTH - 8) }
         END { for (i = 1; i <= n; i++) { c = order[i]; sub(/ --out /, " --seed" seeds[c] " --out ", c); print c } }'; fi
         echo "python analyze.py $OUT" ;;
-    # a run that fails (its one-line error printed: a NaN loss, a finished run) does not stop the rest
-    all) for c in "${cmds[@]}"; do echo "== $c"; eval "$c" || echo "== failed: $c"; done
+    # a run that fails (its one-line error printed: a NaN loss, a finished run) does not stop the
+    # rest; an interrupted one (Ctrl-C: 130, SIGTERM: 143, saved for --resume) stops the sweep
+    all) for c in "${cmds[@]}"; do
+          echo "== $c"
+          rc=0; eval "$c" || rc=$?
+          case $rc in
+            0) ;;
+            130|143) echo "== interrupted: $c" >&2; exit "$rc" ;;
+            *) echo "== failed: $c" ;;
+          esac
+        done
         python analyze.py "$OUT" ;;
-    -j) printf '%s\n' "${cmds[@]}" | OMP_NUM_THREADS=1 xargs -P "$2" -I{} sh -c '{} || echo "== failed: {}"'
+    # xargs stops starting jobs when one exits 255
+    -j) printf '%s\n' "${cmds[@]}" | OMP_NUM_THREADS=1 xargs -P "$2" -I{} sh -c \
+          '{}; rc=$?; case $rc in 0) ;; 130|143) exit 255 ;; *) echo "== failed: {}" ;; esac'
         python analyze.py "$OUT" ;;
-    *) eval "${cmds[$(($1 - 1))]}" ;;
+    *) # job N, 1-based: digits only (never arithmetic on the argument), within the list
+      if [[ ! $1 =~ ^[1-9][0-9]{0,8}$ ]] || (( $1 > ${#cmds[@]} )); then
+        echo "error: job $1: give a number from 1 to ${#cmds[@]}, --list, --batched or -j N" >&2
+        exit 2
+      fi
+      eval "${cmds[$1 - 1]}" ;;
   esac
 }

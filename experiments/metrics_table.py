@@ -12,7 +12,6 @@ statistic, every seed's step as a dot. collapse(): Prieto et al.'s Fig. 2 table,
     python experiments/metrics_table.py runs/interventions
 """
 import glob
-import json
 import os
 import sys
 
@@ -20,13 +19,12 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import torch  # noqa: E402
-from analyze import (GROK, baselines, checkpoint_paths, fmt, group_runs,  # noqa: E402
-                     markdown)
-from data import load_checkpoint  # noqa: E402
+from analyze import GROK, baselines, fmt, group_runs, markdown, run_config  # noqa: E402
 from measures import MEASURES, load_checkpoint_into, run_context  # noqa: E402
-from model import Config, build_model  # noqa: E402
+from model import build_model  # noqa: E402
+from runfiles import (Stop, checkpoint_paths, first_below, load_checkpoint,  # noqa: E402
+                      load_metrics)
 from stats import mann_whitney  # noqa: E402
-from train import first_below  # noqa: E402
 import pack  # noqa: E402
 
 
@@ -39,7 +37,9 @@ def softmax_test_loss(run, cfg):
     if not glob.glob(os.path.join(run, "ckpt", "step_*.pt")) and os.path.exists(kept):
         a = np.load(kept)
         return a["step"], a["test_loss"]
-    paths, model = checkpoint_paths(run), build_model(cfg)
+    paths, model = checkpoint_paths(run)[0], build_model(cfg)
+    if not paths:
+        raise Stop(f"{run}: no checkpoints")
     c = run_context(cfg, model, load_checkpoint(paths[-1]))
     steps, loss = [], []
     for q in paths:  # one checkpoint in memory at a time
@@ -53,13 +53,13 @@ def runs_below(root):
     """(folder, Config) of each run right below root, in name order."""
     for path in sorted(glob.glob(os.path.join(root, "*", "metrics.npz"))):
         run = os.path.dirname(path)
-        yield run, Config.from_dict(json.load(open(os.path.join(run, "config.json"))))
+        yield run, run_config(run)
 
 
 def main(root):
     done = {}
     for run, cfg in runs_below(root):
-        m = dict(np.load(os.path.join(run, "metrics.npz")))
+        m = load_metrics(os.path.join(run, "metrics.npz"))
         m["softmax"] = ((m["step"], m["test_loss"]) if cfg.loss == "ce"
                         else softmax_test_loss(run, cfg))
         done[run] = (cfg, m, {})
@@ -104,7 +104,7 @@ def collapse(root):
     accuracy there, its maximum and at the end."""
     rows = []
     for run, c in runs_below(root):
-        m = np.load(os.path.join(run, "metrics.npz"))
+        m = load_metrics(os.path.join(run, "metrics.npz"))
         s, acc, sc = m["step"], m["test_acc"], m["collapse"]
         best = int(np.argmax(acc))
         at = [f"{s[o[0]]} ({acc[o[0]]:.3f})" if len(o := np.nonzero(sc > t)[0]) else "never"
@@ -131,5 +131,8 @@ def folder_arg(doc, default=None):
 
 
 if __name__ == "__main__":
-    with pack.opened(folder_arg(__doc__, "runs/interventions")) as root:  # runs, or their pack
-        main(root)
+    try:
+        with pack.opened(folder_arg(__doc__, "runs/interventions")) as root:  # runs, or their pack
+            main(root)
+    except Stop as e:  # a run it cannot read: one line
+        sys.exit(f"error: {e}")

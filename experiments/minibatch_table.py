@@ -16,10 +16,12 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from data import Stop, load_checkpoint, make_data, save_atomic, token_shares  # noqa: E402
+from analyze import run_config  # noqa: E402
+from data import make_data, token_shares  # noqa: E402
 from measures import hessian_top  # noqa: E402
-from model import Config, build_model  # noqa: E402
-from train import first_below  # noqa: E402
+from model import build_model  # noqa: E402
+from runfiles import (Stop, first_below, load_checkpoint, load_metrics,  # noqa: E402
+                      save_atomic)
 import pack  # noqa: E402
 
 
@@ -47,8 +49,8 @@ def main(root):
     groups = {}
     for run in sorted(glob.glob(os.path.join(root, "*", "config.json"))):
         run = os.path.dirname(run)
-        cfg = Config.from_dict(json.load(open(os.path.join(run, "config.json"))))
-        m = np.load(os.path.join(run, "metrics.npz"))
+        cfg = run_config(run)
+        m = load_metrics(os.path.join(run, "metrics.npz"))
         x, y = make_data(cfg)[:2]
         eig = top_eigenvalues(run, cfg, x, y)
         groups.setdefault((cfg.batch_size, cfg.embed, cfg.emb_lr_ratio, cfg.sampling), []).append(

@@ -33,7 +33,7 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from data import Stop  # noqa: E402
+from runfiles import Stop  # noqa: E402
 
 PACK = "runs.npz"  # an experiment folder's pack: reproduction/<experiment>/runs.npz
 # keys kept in float64, where rounding to float32 would move a number a table prints: none yet

@@ -27,9 +27,8 @@ import pack  # noqa: E402
 import plots  # noqa: E402
 import stats  # noqa: E402
 from singh_numbers import SINGH, SINGH_CURVES, SINGH_LN  # noqa: E402
-from data import Stop  # noqa: E402
 from optim import schedule  # noqa: E402
-from train import first_below  # noqa: E402
+from runfiles import Stop, first_below  # noqa: E402
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 REPRO = os.path.join(HERE, "reproduction")

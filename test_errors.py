@@ -1,0 +1,243 @@
+"""
+Bad inputs and broken run files, one row of CASES each: (script, setup, argv, what the error
+says). Every row must end in exactly one line on stderr, starting with "error:", a non-zero
+exit status, no traceback, and every file under the test folder as it was (nothing damaged,
+nothing left behind). A reviewer adds a case by adding a row.
+
+In each row, {root} is a folder holding a finished tiny run, {root}/r (train.py --p 7 --steps
+20, checkpoints at 0, 10, 20), after `setup` has broken it. Rows of train.py, analyze.py and
+bench.py run their main() in this process; the other scripts run as commands.
+
+    python -m pytest -q test_errors.py
+"""
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import analyze
+import bench
+import train
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TINY = ["--p", "7", "--d-model", "16", "--n-heads", "2", "--d-mlp", "32", "--frac", "0.5",
+        "--eval-every", "5", "--ckpt-every", "10", "--steps", "20", "--device", "cpu"]
+MAINS = {"train.py": train.main, "analyze.py": analyze.main, "bench.py": bench.main}
+
+
+# ---------------------------------------------------------------- ways to break the run {root}/r
+
+def edit_resume(change):
+    """A setup that rewrites r/resume.pt as change(its dict) (a weights-only save)."""
+    def setup(root):
+        path = os.path.join(root, "r", "resume.pt")
+        torch.save(change(torch.load(path, weights_only=True)), path)
+    return setup
+
+
+def edit_metrics(change):
+    def setup(root):
+        path = os.path.join(root, "r", "metrics.npz")
+        with np.load(path) as f:
+            m = {k: f[k] for k in f.files}
+        np.savez(path, **change(m))
+    return setup
+
+
+def write(name, data):
+    """A setup that writes bytes (or, for a str, text) to the file `name` below root."""
+    def setup(root):
+        path = os.path.join(root, name)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w" if isinstance(data, str) else "wb") as f:
+            f.write(data)
+    return setup
+
+
+def fresh_folder(*names):
+    """A setup that leaves in root/new only the given run files of r (what a crash, a full
+    disk or a hand may leave)."""
+    def setup(root):
+        os.makedirs(os.path.join(root, "new"))
+        for n in names:
+            src, dst = os.path.join(root, "r", n), os.path.join(root, "new", n)
+            (shutil.copytree if os.path.isdir(src) else shutil.copy)(src, dst)
+    return setup
+
+
+def empty_checkpoints(root):
+    for f in os.listdir(os.path.join(root, "r", "ckpt")):
+        open(os.path.join(root, "r", "ckpt", f), "wb").close()
+
+
+def remove(name):
+    return lambda root: shutil.rmtree(os.path.join(root, name))
+
+
+def no_setup(root):
+    pass
+
+
+RESUME = TINY[:-4] + ["--steps", "30", "--device", "cpu", "--out", "{root}", "--name", "r",
+                      "--resume"]
+NEW = TINY + ["--out", "{root}", "--name", "new"]
+
+CASES = [
+    # argparse: no abbreviations, one line
+    ("train.py", no_setup, ["--fr", "0.4", "--out", "{root}"], "unrecognized arguments: --fr"),
+    ("train.py", no_setup, ["--steps", "many", "--out", "{root}"], "invalid int value: 'many'"),
+    ("bench.py", no_setup, ["--p", "31"], "bench.py times a preset's model"),
+    ("bench.py", no_setup, ["nanda"], "--preset nanda"),
+    ("bench.py", no_setup, ["--pre", "nanda"], "unrecognized arguments: --pre nanda"),
+    ("analyze.py", no_setup, ["--bogus", "{root}"], "unrecognized arguments: --bogus"),
+    ("analyze.py", no_setup, ["{root}/nope"], "is not a folder"),
+    # run names stay one folder below --out
+    ("train.py", no_setup, TINY + ["--out", "{root}", "--name", "../x"], "one folder below"),
+    ("train.py", no_setup, TINY + ["--out", "{root}", "--name", "/tmp/abs"], "one folder below"),
+    ("train.py", no_setup, TINY + ["--out", "{root}", "--name", "a/b"], "one folder below"),
+    ("train.py", no_setup, TINY + ["--out", "{root}", "--name", "a\nb"], "control character"),
+    ("train.py", no_setup, TINY + ["--out", "{root}", "--name", "x" * 300], "at most 200"),
+    ("train.py", no_setup, TINY + ["--out", "{root}", "--name", "r\udcff"], "is not UTF-8"),
+    # --out not a folder one can write in
+    ("train.py", write("f", "x"), TINY + ["--out", "{root}/f"], "cannot create"),
+    ("train.py", write("f", "x"), TINY + ["--out", "{root}/f/under"], "cannot create"),
+    ("train.py", no_setup, TINY + ["--out", "/sys/i71"], "cannot create"),
+    # more than memory: one line, not the allocator's traceback
+    ("train.py", no_setup, TINY + ["--out", "{root}", "--d-model", str(2 ** 40)],
+     "does not fit in memory"),
+    ("train.py", no_setup, TINY + ["--out", "{root}", "--d-mlp", str(2 ** 40)],
+     "does not fit in memory"),
+    ("train.py", no_setup, TINY + ["--out", "{root}", "--p", "200003"], "does not fit in memory"),
+    # a folder belongs to one run: a fresh run refuses any run file, never mixes two runs
+    ("train.py", no_setup, TINY + ["--out", "{root}", "--name", "r"], "holds a run"),
+    ("train.py", fresh_folder("config.json"), NEW, "holds a run (config.json)"),
+    ("train.py", fresh_folder("metrics.npz"), NEW, "holds a run (metrics.npz)"),
+    ("train.py", fresh_folder("ckpt"), NEW, "holds a run (ckpt)"),
+    ("train.py", fresh_folder("resume.pt"), NEW, "holds a run (resume.pt)"),
+    # resume.pt broken in every way
+    ("train.py", write("r/resume.pt", b""), RESUME, "corrupt checkpoint"),
+    ("train.py", write("r/resume.pt", b"PK\x03\x04 not a zip"), RESUME, "corrupt checkpoint"),
+    ("train.py", edit_resume(lambda ck: [1, 2]), RESUME, "not a dict"),
+    ("train.py", edit_resume(lambda ck: {k: v for k, v in ck.items() if k != "config"}), RESUME,
+     "no config"),
+    ("train.py", edit_resume(lambda ck: {k: v for k, v in ck.items() if k != "step"}), RESUME,
+     "no step"),
+    ("train.py", edit_resume(lambda ck: {**ck, "step": "20"}), RESUME, "'20' is not a step"),
+    ("train.py", edit_resume(lambda ck: {**ck, "step": -5}), RESUME, "-5 is not a step"),
+    ("train.py", edit_resume(lambda ck: {**ck, "config": {**ck["config"], "colour": 1}}), RESUME,
+     "unknown config keys ['colour']"),
+    ("train.py", edit_resume(lambda ck: {**ck, "optim": None}), RESUME,
+     "no optimizer state"),
+    ("train.py", edit_resume(lambda ck: {k: v for k, v in ck.items() if k != "optim"}), RESUME,
+     "no optimizer state"),
+    ("train.py", remove("r"), RESUME, "missing checkpoint"),
+    # metrics.npz broken, or not of resume.pt's step
+    ("train.py", write("r/metrics.npz", b""), RESUME, "corrupt"),
+    ("train.py", edit_metrics(lambda m: {k: v for k, v in m.items() if k != "step"}), RESUME,
+     "no step"),
+    ("train.py", edit_metrics(lambda m: {**m, "test_loss": m["test_loss"][:-1]}), RESUME,
+     "columns of different lengths"),
+    ("train.py", edit_metrics(lambda m: {k: v[:-2] for k, v in m.items()}), RESUME,
+     "ends at step 10"),
+    # analyze.py: nothing it could analyse is an error, one line (each run's skip is on stdout)
+    ("analyze.py", empty_checkpoints, ["{root}"], "no run could be analysed"),
+    ("analyze.py", remove("r/ckpt"), ["{root}/r"], "no run could be analysed"),
+    ("analyze.py", write("r/config.json", "{not json"), ["{root}"], "no run could be analysed"),
+    # the experiment tables on a broken run
+    ("experiments/metrics_table.py", write("r/config.json", "{not json"), ["{root}"],
+     "config.json"),
+    ("experiments/metrics_table.py", write("r/config.json", '{"colour": 1}'), ["{root}"],
+     "config.json"),
+    ("experiments/gu_table.py", remove("r/ckpt"), ["{root}"], "no checkpoints"),
+    ("experiments/claims.py", write("r/config.json", "[]"), ["interventions", "{root}"],
+     "config.json"),
+]
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    root = tmp_path_factory.mktemp("finished")
+    train.main(TINY + ["--out", str(root), "--name", "r"])
+    return root
+
+
+def snapshot(root):
+    """Every file below root: its content's hash."""
+    out = {}
+    for folder, _, files in os.walk(root):
+        for f in files:
+            path = os.path.join(folder, f)
+            out[os.path.relpath(path, root)] = hashlib.sha1(open(path, "rb").read()).hexdigest()
+    return out
+
+
+def run(script, argv, capsys):
+    """(exit status, stderr) of a script's run, in this process where it has a main()."""
+    if script not in MAINS:
+        r = subprocess.run([sys.executable, script, *argv], cwd=HERE, capture_output=True,
+                           text=True, errors="backslashreplace", timeout=300)
+        return r.returncode, r.stderr
+    capsys.readouterr()
+    try:
+        MAINS[script](argv)
+        status = 0
+    except SystemExit as e:  # sys.exit("error: ...") prints its text on stderr at exit
+        status = e.code if isinstance(e.code, int) else 1
+        if isinstance(e.code, str):
+            print(e.code, file=sys.stderr)
+    return status, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("script,setup,argv,expected", CASES,
+                         ids=[f"{c[0]}:{' '.join(c[2])[-60:]}" for c in CASES])
+def test_a_bad_input_is_one_line_and_damages_nothing(script, setup, argv, expected, finished,
+                                                     tmp_path, capsys):
+    root = tmp_path / "root"
+    shutil.copytree(finished, root)
+    setup(str(root))
+    before = snapshot(root)
+    status, err = run(script, [a.replace("{root}", str(root)) for a in argv], capsys)
+    assert status != 0, err
+    assert "Traceback" not in err, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), err
+    assert expected in lines[0], err
+    assert snapshot(root) == before
+
+
+def experiment(tmp_path, jobs):
+    """An experiment script in tmp_path/experiments (with jobs.sh) whose jobs are `jobs`."""
+    os.makedirs(tmp_path / "experiments")
+    shutil.copy(os.path.join(HERE, "experiments", "jobs.sh"), tmp_path / "experiments")
+    script = tmp_path / "experiments" / "jobs_test.sh"
+    script.write_text('source "$(dirname "$0")/jobs.sh"\nOUT=runs\njobs() { '
+                      + "; ".join(f'echo "{j}"' for j in jobs) + '; }\nrun_jobs "$@"\n')
+    return lambda *args: subprocess.run(["bash", str(script), *args], capture_output=True,
+                                        text=True, timeout=60)
+
+
+def test_jobs_sh_runs_job_n_only_for_n_in_range(tmp_path):
+    bash = experiment(tmp_path, [f"touch ran{i}" for i in (1, 2, 3)])
+    assert bash("2").returncode == 0
+    assert sorted(os.listdir(tmp_path)) == ["experiments", "ran2"]
+    for bad in ("0", "-1", "4", "1.5", "x", "OPTERR[$(touch PWNED)]+999", "2 ", "010000000000"):
+        r = bash(bad)
+        assert r.returncode != 0 and r.stderr.startswith("error: ") and \
+            r.stderr.count("\n") == 1, (bad, r.stderr)
+        assert sorted(os.listdir(tmp_path)) == ["experiments", "ran2"], bad
+
+
+@pytest.mark.parametrize("mode", [[], ["-j", "1"]])
+@pytest.mark.parametrize("status", [130, 143])
+def test_jobs_sh_stops_the_sweep_at_an_interrupted_job_and_goes_on_past_a_failed_one(
+        mode, status, tmp_path):
+    (tmp_path / "interrupted.sh").write_text(f"touch ran2\nexit {status}\n")
+    bash = experiment(tmp_path, ["touch ran1", "false", "sh interrupted.sh", "touch ran4"])
+    r = bash(*mode)
+    assert r.returncode != 0 and "analyze.py" not in r.stderr  # the last command never ran
+    assert sorted(os.listdir(tmp_path)) == ["experiments", "interrupted.sh", "ran1", "ran2"]
