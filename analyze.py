@@ -154,7 +154,10 @@ def run_config(run_dir):
     path = os.path.join(run_dir, "config.json")
     try:
         with open(path) as f:
-            cfg = Config.from_dict(json.load(f))
+            d = json.load(f)
+        if not isinstance(d, dict):
+            raise TypeError(f"a JSON {type(d).__name__}, not an object")
+        cfg = Config.from_dict(d)
     except FileNotFoundError:
         raise Stop(f"{printable(run_dir)}: no config.json") from None
     except (OSError, ValueError, TypeError, AttributeError) as e:  # not JSON, not a config
