@@ -715,42 +715,35 @@ ALQ_LIKE = "the paper gives no p, fraction, width or optimizer; ours: frac 0.3, 
 def alquabeh_claims():
     emb = lambda **kw: Runs("embedding", field(**kw))
     mb = lambda **kw: Runs("minibatch", field(**kw))
+    # each arm against the plain arm of its experiment: learned embeddings, ratio 1, random
+    emb_base = emb(embed="learned", op="add", emb_lr_ratio="1", split="random")
+    mb_base = lambda B: mb(embed="learned", batch_size=B, emb_lr_ratio="1", sampling="random")
     step = lambda m, r: grok_step(m)
     rows = []
     for claim, groups, runs, section in (
             ("without embeddings (one-hot input) the MLP generalizes sooner, a+b",
-             [emb(embed="onehot", op="add"), emb(embed="learned", op="add", emb_lr_ratio="1",
-                                                 split="random")], "embedding", "embedding"),
+             [emb(embed="onehot", op="add"), emb_base], "embedding", "embedding"),
             ("without embeddings the MLP generalizes sooner, a^2+b^2",
              [emb(embed="onehot", op="a2+b2"), emb(embed="learned", op="a2+b2")], "embedding",
              "embedding"),
             ("an embedding lr ratio of 10 speeds grokking",
-             [emb(embed="learned", emb_lr_ratio="10"),
-              emb(embed="learned", op="add", emb_lr_ratio="1", split="random")], "embedding",
-             "embedding"),
+             [emb(embed="learned", emb_lr_ratio="10"), emb_base], "embedding", "embedding"),
             ("balanced sampling speeds grokking",
-             [emb(embed="learned", split="balanced"),
-              emb(embed="learned", op="add", emb_lr_ratio="1", split="random")], "embedding",
-             "embedding"),
+             [emb(embed="learned", split="balanced"), emb_base], "embedding", "embedding"),
             ("mini-batches (512): without embeddings the MLP generalizes sooner",
-             [mb(embed="onehot", batch_size=512), mb(embed="learned", batch_size=512,
-                                                     emb_lr_ratio="1", sampling="random")],
+             [mb(embed="onehot", batch_size=512), mb_base(512)],
              "minibatch", "minibatch"),
             ("mini-batches (512): an embedding lr ratio of 10 speeds grokking",
-             [mb(emb_lr_ratio="10", batch_size=512), mb(embed="learned", batch_size=512,
-                                                        emb_lr_ratio="1", sampling="random")],
+             [mb(emb_lr_ratio="10", batch_size=512), mb_base(512)],
              "minibatch", "minibatch"),
             ("mini-batches (64): an embedding lr ratio of 10 speeds grokking",
-             [mb(emb_lr_ratio="10", batch_size=64), mb(embed="learned", batch_size=64,
-                                                       emb_lr_ratio="1", sampling="random")],
+             [mb(emb_lr_ratio="10", batch_size=64), mb_base(64)],
              "minibatch", "minibatch"),
             ("mini-batches (512): the ratio rule (`auto`) speeds grokking",
-             [mb(emb_lr_ratio="auto", batch_size=512), mb(embed="learned", batch_size=512,
-                                                          emb_lr_ratio="1", sampling="random")],
+             [mb(emb_lr_ratio="auto", batch_size=512), mb_base(512)],
              "minibatch", "minibatch"),
             ("mini-batches (64): frequency-aware sampling speeds grokking",
-             [mb(sampling="balanced", batch_size=64), mb(embed="learned", batch_size=64,
-                                                         emb_lr_ratio="1", sampling="random")],
+             [mb(sampling="balanced", batch_size=64), mb_base(64)],
              "minibatch", "minibatch")):
         rows.append(dict(
             paper=ALQ, claim=claim, value="the first arm sooner", source="abstract", runs=runs,
