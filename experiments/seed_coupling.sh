@@ -4,9 +4,9 @@
 # Three arms of 20 seeds, No LN, 10k steps: coupled (the default), an independent torch split
 # (--data-seed S + 10000), Singh et al.'s own split (--split-rng singh: Python's shuffle).
 # 60 runs of up to 10k steps: a GPU job (bash experiments/seed_coupling.sh --batched).
-# M+A* under the same protocol on their split (reproduction/seed_coupling_pre: seeds 0-7):
-#   python train.py --ln pre --seed 0 1 2 3 4 5 6 7 --split-rng singh --stop-after-grok 1000 \
-#     --out runs/seed_coupling_pre   (~2 h for the 8 seeds in one 1-thread process, 2-vCPU EPYC)
+# M+A* under the same protocol on their split (reproduction/seed_coupling_pre: seeds 0-14):
+#   python train.py --ln pre --seed $(seq -s ' ' 0 14) --split-rng singh --stop-after-grok 1000 \
+#     --out runs/seed_coupling_pre   (2-vCPU EPYC: ~2 h for 8 seeds in one 1-thread process)
 source "$(dirname "$0")/jobs.sh"
 OUT=runs/seed_coupling
 jobs() { for s in $(seq 0 19); do

@@ -291,8 +291,8 @@ SPLIT = "their split (`--split-rng singh`), their 5 seeds, 10k steps"
 
 
 def placement(ln):
-    """A placement on their split: the 5 seeds of ln_placements.sh, with the 8 more of M+A*
-    (seed_coupling_pre: seeds 0-7) and the 20 of No LN of seed_coupling.sh (the same command
+    """A placement on their split: the 5 seeds of ln_placements.sh, with the 15 more of M+A*
+    (seed_coupling_pre: seeds 0-14) and the 20 of No LN of seed_coupling.sh (the same command
     and budget)."""
     more = {"pre": ("seed_coupling_pre", field(ln="pre", split_rng="singh")),
             "off": ("seed_coupling", field(ln="off", split_rng="singh", data_seed=None))}
@@ -305,7 +305,7 @@ def placement_claims():
     rows = [dict(
         paper=SINGH_PAPER, claim="LN placements grok in the order M < M+A* < A* < No LN (Fig. 2a)",
         value="1425 / 3525 / 7157 / 7807", source="Fig. 2a; " + RELEASED,
-        runs="M, A*: 5 seeds; M+A*: 13 (ln_placements_singh + seed_coupling_pre, seeds 0-7); "
+        runs="M, A*: 5 seeds; M+A*: 20 (ln_placements_singh + seed_coupling_pre, seeds 0-14); "
              "No LN: 25 (+ seed_coupling, their-split arm)",
         statistic="per-seed first step with test loss <= 0.01, each placement against the next",
         like=True, differs="like for like: their split and 10k budget; seeds, not the paper's",
@@ -314,7 +314,7 @@ def placement_claims():
                    lambda m, r: grok_step(m), names=["M", "M+A*", "A*", "No LN"])),
         dict(paper=SINGH_PAPER, claim="No LN groks later than M+A* (Fig. 2a)",
              value="M+A* first", source="Fig. 2a; " + RELEASED,
-             runs="M+A*: 13 seeds (ln_placements_singh + seed_coupling_pre, seeds 0-7); No LN: 25 "
+             runs="M+A*: 20 seeds (ln_placements_singh + seed_coupling_pre, seeds 0-14); No LN: 25 "
                   "(+ seed_coupling, their-split arm)",
              statistic="per-seed first step with test loss <= 0.01", like=True,
              differs="like for like: their split and 10k budget", section="placements",
