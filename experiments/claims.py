@@ -251,7 +251,7 @@ def regularizers(root):
     for lab, runs in groups.items():
         for _, c, m, a in runs:
             n, first = jumps(m["step"], m["train_loss"])
-            acc = first_below(m["step"], -m["test_acc"], -0.95)  # dropout stops short of loss 0.01
+            acc = A.first_at_or_above(m["step"], m["test_acc"], 0.95)  # dropout stops short of loss 0.01
             rows.append([lab, str(c.seed), str(first_below(m["step"], m["test_loss"]) or "-"),
                          str(acc or "-"), f"{m['test_acc'][-1]:.3f} / {m['test_loss'][-1]:.3g}",
                          f"{n} ({first or '-'})", f"{np.nanmax(m['collapse']):.2f}",

@@ -79,7 +79,7 @@ def depth(runs):
     rows = []
     for c, m, r in runs.values():
         if c.model == "transformer" and c.frac == BASE_FRAC and "med" in r:
-            g = first_below(m["step"], -m["test_acc"], -0.9)
+            g = A.first_at_or_above(m["step"], m["test_acc"], 0.9)
             after = m["test_acc"][m["step"] >= g] if g is not None else None
             rows.append([f"{c.n_layers} layer(s), p {c.p}", str(c.seed), str(int(m["step"][-1])),
                          str(first_below(m["step"], m["test_loss"]) or A.unfinished(c, m)),

@@ -19,7 +19,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import torch  # noqa: E402
-from analyze import GROK, baselines, fmt, group_runs, markdown, run_config  # noqa: E402
+from analyze import (GROK, baselines, first_at_or_above, fmt, group_runs, markdown,  # noqa: E402
+                     run_config)
 from measures import MEASURES, load_checkpoint_into, run_context  # noqa: E402
 from model import build_model  # noqa: E402
 from runfiles import (Stop, checkpoint_paths, first_below, load_checkpoint,  # noqa: E402
@@ -65,7 +66,7 @@ def main(root):
         done[run] = (cfg, m, {})
     groups, _ = group_runs(done)
     base = baselines(groups)
-    acc = lambda runs: [first_below(m["step"], -m["test_acc"], -0.95) for _, _, m, _ in runs]
+    acc = lambda runs: [first_at_or_above(m["step"], m["test_acc"], 0.95) for _, _, m, _ in runs]
     loss = lambda runs: [first_below(*m["softmax"]) for _, _, m, _ in runs]
     print("| configuration | seeds | test acc >= 0.95 at (reached) | test loss <= 0.01 at "
           "(reached) | final test acc | softmax collapse: max share / at the end | steps run | "

@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from analyze import run_config  # noqa: E402
+from analyze import first_at_or_above, run_config  # noqa: E402
 from data import make_data, token_shares  # noqa: E402
 from measures import hessian_top  # noqa: E402
 from model import build_model  # noqa: E402
@@ -55,7 +55,7 @@ def main(root):
         eig = top_eigenvalues(run, cfg, x, y)
         groups.setdefault((cfg.batch_size, cfg.embed, cfg.emb_lr_ratio, cfg.sampling), []).append(
             dict(seed=cfg.seed, grok=first_below(m["step"], m["test_loss"]),
-                 acc=first_below(m["step"], -m["test_acc"], -0.9), end=int(m["step"][-1]),
+                 acc=first_at_or_above(m["step"], m["test_acc"], 0.9), end=int(m["step"][-1]),
                  final=float(m["test_acc"][-1]), fit=first_below(m["step"], m["train_loss"]),
                  present=token_shares(cfg, x).numpy(), eig=eig))
     fmt = lambda v: "never" if v is None else str(v)

@@ -66,7 +66,7 @@ def grok_step(m):
 
 def acc_step(m, acc=0.95):
     """First step with test accuracy >= acc, None: never."""
-    return first_below(m["step"], -m["test_acc"], -acc)
+    return A.first_at_or_above(m["step"], m["test_acc"], acc)
 
 
 def at_grok(key):
