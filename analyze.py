@@ -10,11 +10,9 @@ runs/summary.md and runs/summary.csv. A run is recomputed only when its checkpoi
 of a measure changed (see stamp).
 """
 import argparse
-import csv
 import glob
 import hashlib
 import inspect
-import io
 import json
 import os
 import sys
@@ -25,11 +23,12 @@ from collections import Counter
 import numpy as np
 import torch
 
-from model import Config, build_model
+from config import Config
 from measures import FINAL, MEASURES, load_checkpoint_into, load_weights, run_context
+from model import build_model
 from runfiles import (GROK, KEYS, ArgumentParser, Stop, checkpoint_paths, first_below,
                       load_checkpoint, load_metrics, message, printable, save_atomic)
-from stats import mann_whitney, rank_corr
+from summary import grok_steps, group_runs, write_summary
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -224,13 +223,6 @@ def analyse_run(run_dir, log=print):
 
 # ---------------------------------------------------------------- across runs
 
-# not what makes a configuration
-IGNORED = ("seed", "data_seed", "steps", "schedule_steps", "eval_every", "ckpt_every")
-# Summary measures are compared at one step that every run reaches (runs may stop soon after
-# generalizing, --stop-after-grok): after memorization, before most configurations generalize.
-AT = 1000
-
-
 def phases(m, flat=0.01):
     """Nanda et al.'s phases (section 5.2; their mainline 1.4k / 9.4k / 14k) by rules on the
     logged curves: memorization ends at the test-loss peak, circuit formation when test loss
@@ -245,47 +237,6 @@ def phases(m, flat=0.01):
     done = grokked & (step + 1000 <= step[-1]) & (wn[later] > (1 - flat) * wn)
     return (int(step[i_peak]), int(step[i_clean]) if len(below) else None,
             int(step[np.argmax(done)]) if done.any() else None)
-
-
-def grok_steps(runs):
-    """First step with test loss <= GROK of each run (None: never)."""
-    return [first_below(m["step"], m["test_loss"]) for _, _, m, _ in runs]
-
-
-def unfinished(cfg, m):
-    """A run short of test loss 0.01: '-' if it ran its budget, else where it stopped (--resume)."""
-    last = int(m["step"][-1])
-    return "-" if last >= cfg.steps else f"- (stopped at {last} of {cfg.steps})"
-
-
-def seed_curves(runs, key="test_loss"):
-    """(steps, curves (seeds, steps)): each run's curve on the longest run's steps. A run that
-    stopped early (--stop-after-grok) keeps its last value from then on."""
-    steps = max((m["step"] for _, _, m, _ in runs), key=len)
-    return steps, np.array([np.interp(steps, m["step"], m[key]) for _, _, m, _ in runs])
-
-
-def mean_curve_step(runs):
-    """Singh et al.'s statistic: the first step at which the seeds' mean test-loss curve is <=
-    GROK (stats.crossing_step, as an int or None)."""
-    steps, curves = seed_curves(runs)
-    return first_below(steps, np.mean(curves, 0))
-
-
-def group_runs(done):
-    """Runs that differ only in seed form one configuration, labelled by the options that differ
-    between configurations. done: {run: (cfg, metrics, analysis)} -> ({label: [(run, cfg,
-    metrics, analysis), ...]}, [the options that vary])."""
-    groups = {}
-    for run, (cfg, m, r) in done.items():
-        key = tuple((k, str(v)) for k, v in cfg.to_dict().items() if k not in IGNORED)
-        groups.setdefault(key, []).append((run, cfg, m, r))
-    if not groups:
-        return {}, []
-    first = next(iter(groups))
-    varying = [i for i in range(len(first)) if len({k[i][1] for k in groups}) > 1]
-    labels = {k: ", ".join(f"{k[i][0]}={k[i][1]}" for i in varying) or "all runs" for k in groups}
-    return {labels[k]: v for k, v in groups.items()}, [first[i][0] for i in varying]
 
 
 def grok_dot(runs, key):
@@ -323,161 +274,6 @@ def sweeps(groups, varying):
         if len({x for pts in series.values() for x, _, _ in pts}) >= 2:
             out[opt] = (base, series)
     return out
-
-
-def fmt(values, digits=0):
-    """mean +- std of the values that exist (None: a run that never got there; NaN: a measure the
-    run has not, e.g. attention entropy of the embedding-MLP, or one its cached analysis
-    predates)."""
-    v = [x for x in values if x is not None]
-    if v and np.isnan(v).all():
-        return "-"
-    v = [x for x in v if not np.isnan(x)]
-    return f"{np.mean(v):.{digits}f} +- {np.std(v):.{digits}f}" if v else "not reached"
-
-
-def at(r, key, step=AT):
-    """An analysis measure at `step`, or None if the run has none there."""
-    return float(np.interp(step, r["step"], r[key])) if key in r and r["step"][-1] >= step else None
-
-
-def after_grok(m, key, f, window=1000):
-    """f (max, min) of a logged metric over the `window` steps from the first test acc >= 0.9:
-    slingshots and fluctuations after generalizing (every experiment runs 1000 steps past test
-    loss <= GROK, which comes later)."""
-    g = first_at_or_above(m["step"], m["test_acc"], 0.9)
-    return None if g is None else float(f(m[key][(m["step"] >= g) & (m["step"] <= g + window)]))
-
-
-def first_at_or_above(steps, values, thr):
-    """The first step whose value is >= thr (an accuracy), or None."""
-    hit = np.nonzero(np.asarray(values) >= thr)[0]
-    return int(np.asarray(steps)[hit[0]]) if len(hit) else None
-
-
-def hole_column(rs):
-    """Gu et al.'s dug-out regions: is the hole learned (final and best accuracy in it), the
-    rest of the test set, and the bound on test accuracy if the hole is never learned."""
-    if any(np.isnan(float(r.get("hole_bound", np.nan))) for r in rs):  # a run without a hole
-        return "-"
-    final_in_hole = [float(r["hole_acc"][-1]) for r in rs]
-    best_in_hole = [float(np.max(r["hole_acc"])) for r in rs]
-    final_rest = [float(r["rest_acc"][-1]) for r in rs]
-    bound = [float(r["hole_bound"]) for r in rs]
-    return " / ".join(fmt(v, 3) for v in (final_in_hole, best_in_hole, final_rest, bound))
-
-
-INTERVENTIONS = ("optimizer", "grokfast", "gf_alpha", "gf_window", "gf_lamb", "orthograd", "loss")
-
-
-def baselines(groups):
-    """Each configuration's baseline (or None): the same setting, no intervention (every other
-    INTERVENTIONS option at its default) and the setting's most common lr and optimizer (a tie:
-    the defaults; Grokfast's own setting trains with Adam: its baseline is Adam, no filter)."""
-    default = Config()
-    update = lambda cfg: (cfg.lr, cfg.optimizer)
-    plain = lambda cfg: all(getattr(cfg, k) == getattr(default, k)
-                            for k in INTERVENTIONS if k != "optimizer")
-    setting = lambda cfg: tuple((k, v) for k, v in cfg.to_dict().items()
-                                if k not in IGNORED + INTERVENTIONS + ("lr",))
-    seen, out = {}, {}
-    for runs in groups.values():
-        seen.setdefault(setting(runs[0][1]), []).extend(update(cfg) for _, cfg, _, _ in runs)
-    for lab, runs in groups.items():
-        s = setting(runs[0][1])
-        # the most common update of the setting; a tie: the default's
-        want = max(Counter(seen[s]).items(), key=lambda kv: (kv[1], kv[0] == update(default)))[0]
-        out[lab] = next((g for g in groups.values() if setting(g[0][1]) == s
-                         and plain(g[0][1]) and update(g[0][1]) == want), None)
-    return out
-
-
-def run_columns(lab, runs, base=None):
-    """summary.md's columns of one configuration that read its training metrics, as (title,
-    cell) pairs; runs: [(run, cfg, metrics, analysis), ...]; base: the runs of its baseline
-    configuration, if any."""
-    ms, rs = [m for _, _, m, _ in runs], [r for _, _, _, r in runs]
-    te = grok_steps(runs)
-    got = [s for s in te if s is not None]
-    slings = (("train_loss", np.max, 2), ("test_acc", np.min, 3),
-              ("test_acc", lambda a: np.mean(a < 0.9), 2))
-    if base is None or base is runs:
-        vs_base = "-"
-    else:
-        vs_base = "U {:g} / p {:.3f}".format(*mann_whitney(te, grok_steps(base)))
-    swaps = [fmt([float(r.get(k, np.nan)) for r in rs], 3) for k in ("swap_acc", "noswap_acc")]
-    return [
-        ("configuration", lab),
-        ("seeds", " ".join(str(cfg.seed) for _, cfg, _, _ in runs)),
-        ("train<=0.01 (mean +- std)", fmt([first_below(m["step"], m["train_loss"]) for m in ms])),
-        ("test<=0.01 (mean +- std)", fmt(te)),
-        ("reached", f"{len(got)}/{len(te)}"),
-        ("test acc>=0.9 at", fmt([first_at_or_above(m["step"], m["test_acc"], 0.9) for m in ms])),
-        ("final test acc", f"{np.mean([m['test_acc'][-1] for m in ms]):.3f}"),
-        ("best test acc", fmt([float(np.max(m["test_acc"])) for m in ms], 3)),
-        ("acc in hole: final / best; rest of test: final; best test acc if the hole is never "
-         "learned", hole_column(rs)),
-        ("final acc, test pairs with / without their swap in train", " / ".join(swaps)),
-        ("1000 steps after test acc>=0.9: max train loss / min test acc / share of evals with "
-         "test acc<0.9", " / ".join(fmt([after_grok(m, k, f) for m in ms], d)
-                                     for k, f, d in slings)),
-        ("key frequencies of W_E", "; ".join(str([int(k) for k in r["keys_embed"]]) for r in rs)),
-        ("test acc>=0.95 at", fmt([first_at_or_above(m["step"], m["test_acc"], 0.95)
-                                   for m in ms])),
-        ("vs baseline (same setting, no intervention): Mann-Whitney U / p", vs_base),
-        ("seed-mean test loss <= 0.01 at (Singh et al.'s statistic); first seed / all seeds",
-         f"{mean_curve_step(runs) or 'not reached'}; {min(got) if got else 'none'} / "
-         f"{max(got) if len(got) == len(te) else 'not all'}"),
-    ]
-
-
-# The statistics a MEASURES entry may ask summary.md for (its `summary`): column title, and the
-# value of one seed from its analysis r, the measure's key and the seed's generalization step
-# (None: never). A measure this run's analysis lacks (NaN) shows as '-'.
-SUMMARIES = {
-    "at": (f"at {AT}", lambda r, key, grok: at(r, key)),
-    "at_grok": ("at generalization",
-                lambda r, key, grok: None if grok is None else at(r, key, grok)),
-    "peak": ("peak", lambda r, key, grok: float(np.max(r[key])) if key in r else np.nan),
-    "corr": ("rank corr with test loss",
-             lambda r, key, grok: rank_corr(r[key], r["test_loss"]) if key in r else np.nan),
-}
-
-
-def measure_columns(runs):
-    """summary.md's columns of the measures that ask for them (MEASURES' summary), as (title,
-    cell) pairs: each statistic's mean +- std over the seeds."""
-    rs, te = [r for _, _, _, r in runs], grok_steps(runs)
-    columns = []
-    for key, m in MEASURES.items():
-        for stat in m.summary:
-            title, value = SUMMARIES[stat]
-            cell = fmt([value(r, key, g) for r, g in zip(rs, te)], m.digits)
-            columns.append((f"{m.label} {title}", cell))
-    return columns
-
-
-def summary_table(groups):
-    """summary.md's header and rows, one row per configuration."""
-    base = baselines(groups)
-    rows = [run_columns(lab, runs, base[lab]) + measure_columns(runs)
-            for lab, runs in groups.items()]
-    header = [title for title, _ in rows[0]] if rows else ["configuration"]
-    return header, [[cell for _, cell in row] for row in rows]
-
-
-def markdown(header, rows):
-    return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-                     + ["| " + " | ".join(r) + " |" for r in rows]) + "\n"
-
-
-def write_summary(root, groups):
-    """runs/summary.csv and runs/summary.md, one row per configuration."""
-    header, rows = summary_table(groups)
-    table = io.StringIO()
-    csv.writer(table).writerows([header] + rows)
-    save_atomic(table.getvalue(), os.path.join(root, "summary.csv"))
-    save_atomic(markdown(header, rows), os.path.join(root, "summary.md"))
 
 
 # ---------------------------------------------------------------- every run, and the figures

@@ -29,9 +29,10 @@ from dataclasses import replace
 
 import torch
 
+from config import PRESETS, Config
 from data import make_data
 from fast import build_runs, cuda_graph, named_params, tune_cpu
-from model import PRESETS, Config, build_model
+from model import build_model
 from optim import AdamW, set_hyper
 from runfiles import ArgumentParser, Stop
 from train import check_options, loss_fn

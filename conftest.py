@@ -6,7 +6,7 @@ import os
 
 import torch
 
-from model import Config
+from config import Config
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SMALL = dict(p=23, d_model=32, n_heads=4, d_mlp=64, frac=0.5, eval_every=5, ckpt_every=10)

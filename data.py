@@ -2,6 +2,7 @@
 The task: every pair [a, b, '='] of an operation mod p, its label, and the seeded train/test
 split (random, balanced, or with a square or strip dug out).
 
+    from config import Config
     from data import make_data
     x_train, y_train, x_test, y_test = make_data(Config())
 """

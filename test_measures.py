@@ -15,8 +15,9 @@ from torch.autograd.functional import hessian
 
 import fourier
 import measures as M
+from config import Config
 from data import make_data
-from model import Config, build_model
+from model import build_model
 from train import train
 
 P = 23

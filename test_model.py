@@ -10,9 +10,10 @@ import math
 import pytest
 import torch
 
+from config import Config
 from conftest import SMALL, quiet, small_cfg
 from fast import Stacked, build_runs, check_forward, forward_fn, unused
-from model import Config, LN_PLACEMENTS, build_model
+from model import LN_PLACEMENTS, build_model
 from runfiles import Stop
 from train import train
 

@@ -13,9 +13,10 @@ import pytest
 import torch
 
 import optim
+from config import Config
 from conftest import DEVICES, quiet, small_cfg
 from data import make_data
-from model import Config, build_model
+from model import build_model
 from optim import AdamW, make_optimizer, orthogonal, per_run, per_run_flat
 from train import collapse, loss_fn, main, train
 

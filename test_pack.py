@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import pytest
 
-from model import Config
+from config import Config
 from runfiles import Stop
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "experiments"))

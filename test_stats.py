@@ -11,8 +11,8 @@ import math
 import numpy as np
 import pytest
 
-import analyze as A
 import stats as S
+import summary
 
 
 def test_rank_corr():
@@ -109,17 +109,17 @@ def steps_curves(cross, length=10, every=100):
     return step, np.array([np.where(step < c, 1.0, 0.0) for c in cross])
 
 
-def test_crossing_step_is_the_seed_mean_curves_and_analyze_agrees():
+def test_crossing_step_is_the_seed_mean_curves_and_summary_agrees():
     step, curves = steps_curves([200, 500, 300])
     assert S.crossing_step(step, curves) == 500
     assert S.crossing_step(step, np.ones((2, 10))) == np.inf
-    # analyze.mean_curve_step on runs of these curves, one stopped early (its last value held)
+    # summary.mean_curve_step on runs of these curves, one stopped early (its last value held)
     runs = [(None, None, dict(step=step, test_loss=c), None) for c in curves]
     short = dict(step=step[:6], test_loss=curves[1][:6])
-    assert A.mean_curve_step(runs) == 500
-    assert A.mean_curve_step(runs[:1] + [(None, None, short, None)] + runs[2:]) == 500
-    s, c = A.seed_curves(runs)
-    assert S.crossing_step(s, c) == A.mean_curve_step(runs)
+    assert summary.mean_curve_step(runs) == 500
+    assert summary.mean_curve_step(runs[:1] + [(None, None, short, None)] + runs[2:]) == 500
+    s, c = summary.seed_curves(runs)
+    assert S.crossing_step(s, c) == summary.mean_curve_step(runs)
 
 
 def exact_interval(stat, n, size, level=S.LEVEL):

@@ -19,9 +19,10 @@ import torch
 import optim
 import runfiles
 import train as train_module
+from config import Config
 from conftest import BATCHED, HERE, quiet, small_cfg
 from data import make_data
-from model import Config, LN_PLACEMENTS, build_model
+from model import LN_PLACEMENTS, build_model
 from optim import AdamW
 from runfiles import Stop, load_checkpoint
 from train import Interrupted, check_options, main, parse_args, train

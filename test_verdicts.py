@@ -10,7 +10,7 @@ import sys
 import numpy as np
 import pytest
 
-from model import Config
+from config import Config
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "experiments"))
 import claims  # noqa: E402

@@ -23,9 +23,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from config import PRESETS, Config, flag
 from data import Batches, make_data, token_frequency
 from fast import build_runs, cuda_graph, load_runs, named_params, run_states, tune_cpu
-from model import Config, PRESETS, build_model, flag
+from model import build_model
 from optim import emb_lr_ratio, make_optimizer, set_hyper
 from runfiles import (GROK, KEYS, ArgumentParser, Stop, check_name, first_below, load_checkpoint,
                       load_metrics, lock_run, printable, run_files, save_atomic, save_metrics,

@@ -24,6 +24,7 @@ import metrics_table  # noqa: E402
 import minibatch_table  # noqa: E402
 import gu_table  # noqa: E402
 import pack  # noqa: E402
+import summary as S  # noqa: E402
 import verdicts  # noqa: E402
 from singh_numbers import (COMPRESSIBILITY, SINGH, SINGH_CURVES, SINGH_LN,  # noqa: E402
                            SINGH_MODEL, released)
@@ -52,19 +53,20 @@ def load(root, analysed=False, keep=lambda cfg: True):
 
 
 def summary(root, runs=None):
-    """analyze.py's summary table (runs/summary.md); runs: load(root)'s, if the caller has it."""
-    groups, _ = A.group_runs(runs or load(root, analysed=True))
-    print(A.markdown(*A.summary_table(groups)))
+    """The summary table (summary.py; analyze.py writes it as runs/summary.md); runs:
+    load(root)'s, if the caller has it."""
+    groups, _ = S.group_runs(runs or load(root, analysed=True))
+    print(S.markdown(*S.summary_table(groups)))
 
 
 def per_seed(root, arm=None, paper=None, ref=None):
     """Steps to test loss <= 0.01 seed by seed, their mean, the seed-mean curve's step (Singh
     et al.'s statistic; "held" where a seed that stopped earlier counts with its last value) and
     a Mann-Whitney U test against `ref` (a label as printed), else the first group. arm: a label
-    per config, groups sorted by label (default: analyze's grouping); paper: cfg -> theirs."""
+    per config, groups sorted by label (default: summary's grouping); paper: cfg -> theirs."""
     done = load(root)
     if arm is None:
-        groups, _ = A.group_runs(done)
+        groups, _ = S.group_runs(done)
     else:
         groups = {}
         for run, (cfg, m, r) in done.items():
@@ -75,20 +77,20 @@ def per_seed(root, arm=None, paper=None, ref=None):
     first = groups.get(ref) if ref else next(iter(groups.values()))
     rows = []
     for lab, runs in groups.items():
-        te = A.grok_steps(runs)
+        te = S.grok_steps(runs)
         hit = [s for s in te if s is not None]  # the bounds on the seed-mean curve's step
         bounds = f"{min(hit)} / {max(hit) if len(hit) == len(te) else 'not all'}" if hit else "none"
         mw = "-" if runs is first or first is None else "U {:g} / p {:.3f}".format(
-            *mann_whitney(te, A.grok_steps(first)))
-        mc, stop = A.mean_curve_step(runs), min(int(m["step"][-1]) for _, _, m, _ in runs)
-        rows.append([lab, " / ".join(f"s{c.seed}: {s or A.unfinished(c, m)}"
+            *mann_whitney(te, S.grok_steps(first)))
+        mc, stop = S.mean_curve_step(runs), min(int(m["step"][-1]) for _, _, m, _ in runs)
+        rows.append([lab, " / ".join(f"s{c.seed}: {s or S.unfinished(c, m)}"
                                      for (_, c, m, _), s in zip(runs, te)),
-                     f"{A.fmt(te)} ({sum(s is not None for s in te)}/{len(te)})",
+                     f"{S.fmt(te)} ({sum(s is not None for s in te)}/{len(te)})",
                      f"{mc} (held: a seed stopped at {stop})" if mc and mc > stop
                      else str(mc or "not reached"), bounds,
-                     A.fmt([float(np.max(m["test_acc"])) for _, _, m, _ in runs], 3), mw]
+                     S.fmt([float(np.max(m["test_acc"])) for _, _, m, _ in runs], 3), mw]
                     + ([paper(runs[0][1])] if paper else []))
-    print(A.markdown(["configuration", "test loss <= 0.01 at, per seed", "mean +- std (reached)",
+    print(S.markdown(["configuration", "test loss <= 0.01 at, per seed", "mean +- std (reached)",
                       "seed-mean curve <= 0.01 at", "first seed / all seeds <= 0.01 at",
                       "best test acc", f"vs {ref or next(iter(groups))}"
                       + ("" if first else " (not among these runs)") + ": Mann-Whitney U / p"]
@@ -134,7 +136,7 @@ def curve_points(step, v, g):
     """SINGH_CURVES' columns and the last step of a curve: at 1000, max and where, at step g
     (linear between its steps; None: g is None or past the end), at the end."""
     i, c = int(np.argmax(v)), dict(step=step, v=v)
-    return (A.at(c, "v"), float(v[i]), int(step[i]), None if g is None else A.at(c, "v", g),
+    return (S.at(c, "v"), float(v[i]), int(step[i]), None if g is None else S.at(c, "v", g),
             float(v[-1]), int(step[-1]))
 
 
@@ -142,7 +144,7 @@ def rise_and_fall(step, v, grok, after=1000):
     """(max up to `grok`, value `after` steps later or None past the end); None: no grok."""
     if grok is None:
         return None
-    return float(np.max(v[step <= grok])), A.at(dict(step=step, v=v), "v", grok + after)
+    return float(np.max(v[step <= grok])), S.at(dict(step=step, v=v), "v", grok + after)
 
 
 def placement_measures(root, keys=("c_fourier", "attn_entropy", "sr_train"), by=lambda c: c.ln,
@@ -159,7 +161,7 @@ def placement_measures(root, keys=("c_fourier", "attn_entropy", "sr_train"), by=
     rows, falls = [], []
     for ln, runs in sorted(groups.items(), key=lambda kv: kv[0] != "off"):
         runs.sort(key=lambda x: x[1].seed)
-        g, step = A.mean_curve_step(runs), max((r["step"] for *_, r in runs), key=len)
+        g, step = S.mean_curve_step(runs), max((r["step"] for *_, r in runs), key=len)
         for k in keys:
             mean = np.mean([np.interp(step, r["step"], r[k]) for *_, r in runs], 0)
             at1k, top, top_step, at_g, last, last_step = curve_points(step, mean, g)
@@ -169,15 +171,15 @@ def placement_measures(root, keys=("c_fourier", "attn_entropy", "sr_train"), by=
                          "not in their data" if p is None else
                          f"{num(p[0])} / {num(p[1])} at {p[2]} / {num(p[3])} / {num(p[4])}"])
         seeds = [(c.seed, rise_and_fall(r["step"], r["sr_train"], s))
-                 for (_, c, _, r), s in zip(runs, A.grok_steps(runs))]
+                 for (_, c, _, r), s in zip(runs, S.grok_steps(runs))]
         falls.append([name(ln), " / ".join(
             f"s{s}: " + ("never" if x is None else f"{x[0]:.2f} -> {num(x[1])}")
             for s, x in seeds)])
-    print(A.markdown(["placement", "measure", "seed-mean test loss <= 0.01 at", "at 1000",
+    print(S.markdown(["placement", "measure", "seed-mean test loss <= 0.01 at", "at 1000",
                       "max", "at the seed-mean step", "last",
                       "paper (released mean curve): at 1000 / max / at their step / at 10k"], rows))
     if "sr_train" in keys:
-        print(A.markdown(["placement", "SR-train per seed: max before test loss <= 0.01 -> 1000 "
+        print(S.markdown(["placement", "SR-train per seed: max before test loss <= 0.01 -> 1000 "
                           "steps after (-: the run ended before)"], falls))
 
 
@@ -190,7 +192,7 @@ def wd_point(cfg):
 
 def subsets(runs, k=5):
     """Singh et al.'s statistic (the seed-mean curve's step, or None) of every k of the runs."""
-    return [A.mean_curve_step(list(c)) for c in itertools.combinations(runs, k)]
+    return [S.mean_curve_step(list(c)) for c in itertools.combinations(runs, k)]
 
 
 def coupling(root):
@@ -228,11 +230,11 @@ def coupling(root):
 def early(root):
     """Singh et al.'s measures at step 1000 under their definitions (attn_entropy: head-averaged
     weights; sr_train: every LN removed), beside ours (per-head; LNs kept, LN(x) normalised)."""
-    groups, _ = A.group_runs(load(root, analysed=True))
+    groups, _ = S.group_runs(load(root, analysed=True))
     keys = ("attn_entropy", "attn_entropy_per_head", "sr_train", "sr_train_ln")
-    rows = [[lab] + [A.fmt([A.at(r, k) for _, _, _, r in runs], 3) for k in keys]
+    rows = [[lab] + [S.fmt([S.at(r, k) for _, _, _, r in runs], 3) for k in keys]
             for lab, runs in groups.items()]
-    print(A.markdown(["configuration"] + [f"{k} at step {A.AT}" for k in keys], rows))
+    print(S.markdown(["configuration"] + [f"{k} at step {S.AT}" for k in keys], rows))
 
 
 def jumps(step, loss, factor=10):
@@ -246,12 +248,12 @@ def regularizers(root):
     dropout models end at 99.7%, loss 0.215, Table 6), the end, train-loss jumps (> 10x from
     one evaluation to the next), and at the last checkpoint their Tables 1 and 5: Gini of W_E
     and W_L, W_L's key frequencies, the logit fit on them, the one-frequency neuron share."""
-    groups, _ = A.group_runs(load(root, analysed=True))
+    groups, _ = S.group_runs(load(root, analysed=True))
     rows = []
     for lab, runs in groups.items():
         for _, c, m, a in runs:
             n, first = jumps(m["step"], m["train_loss"])
-            acc = A.first_at_or_above(m["step"], m["test_acc"], 0.95)  # dropout stops short of loss 0.01
+            acc = S.first_at_or_above(m["step"], m["test_acc"], 0.95)  # dropout stops short of loss 0.01
             rows.append([lab, str(c.seed), str(first_below(m["step"], m["test_loss"]) or "-"),
                          str(acc or "-"), f"{m['test_acc'][-1]:.3f} / {m['test_loss'][-1]:.3g}",
                          f"{n} ({first or '-'})", f"{np.nanmax(m['collapse']):.2f}",
@@ -259,7 +261,7 @@ def regularizers(root):
                          f"{a['gini_embed'][-1]:.2f} / {a['gini_logit'][-1]:.2f}",
                          str([int(k) for k in a["keys"]]),
                          f"{100 * a['cos_r2_per_freq']:.1f}%", f"{a['one_freq_share']:.3f}"])
-    print(A.markdown(["configuration", "seed", "test loss <= 0.01 at", "test acc >= 0.95 at",
+    print(S.markdown(["configuration", "seed", "test loss <= 0.01 at", "test acc >= 0.95 at",
                       "final test acc / loss", "train-loss jumps > 10x (first at)",
                       "max softmax-collapse share", "steps run", "Gini W_E / W_L",
                       "key frequencies (W_L)", "logit FVE", "one-frequency neurons"], rows))
@@ -276,7 +278,7 @@ def cleanup(root):
     mainline = lambda c: c.wd > 0 and not c.dropout and not c.l1 and c.loss_dtype == "float64"
     runs = load(root, analysed=True, keep=mainline)
     ks = lambda a: " / ".join(str(a[n].tolist()) for n in ("keys", "keys_neurons", "keys_embed"))
-    print(A.markdown(["seed", "test loss <= 0.01 at", "key frequencies: W_L's norms (the paper's "
+    print(S.markdown(["seed", "test loss <= 0.01 at", "key frequencies: W_L's norms (the paper's "
                       "rule) / the per-neuron rule / W_E's norms", "MLP neurons with > 85% of "
                       "their variance at one frequency", "logit fit (FVE): a coefficient per "
                       "key frequency / one shared"],
@@ -287,7 +289,7 @@ def cleanup(root):
     cols = "step test_loss restricted_loss excluded_loss gini_embed gini_logit weight_norm".split()
     for run, (c, _, a) in runs.items():
         at = np.nonzero(((s := a["step"]) <= 16000) & (s % 1600 == 0) | (s % 10000 == 0))[0]
-        print(f"seed {c.seed} ({run}):\n\n" + A.markdown(cols, [
+        print(f"seed {c.seed} ({run}):\n\n" + S.markdown(cols, [
             [str(int(s[i]))] + [f"{a[k][i]:.3g}" for k in cols[1:]] for i in at]))
 
 

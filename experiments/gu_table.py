@@ -13,10 +13,10 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import analyze as A  # noqa: E402
 from data import hole_mask  # noqa: E402
 from runfiles import Stop, first_below  # noqa: E402
 from stats import rank_corr  # noqa: E402
+import summary as S  # noqa: E402
 import pack  # noqa: E402
 
 
@@ -30,14 +30,14 @@ def holes(runs):
             model = "DNN, " if c.model == "mlp" else ""
             rows.append([f"{model}{c.split} k={c.hole}, {vocab}", str(c.seed),
                          str(int(hole_mask(c).sum())),
-                         str(first_below(m["step"], m["test_loss"]) or A.unfinished(c, m)),
+                         str(first_below(m["step"], m["test_loss"]) or S.unfinished(c, m)),
                          *(f"{v:.3f}" for v in (np.max(m["test_acc"]), m["test_acc"][-1])),
                          f"{r['hole_acc'][-1]:.3f} / {np.max(r['hole_acc']):.3f}",
                          num(r["rest_acc"][-1]), num(r["hole_bound"]),
                          f"{num(r['hole_acc_shared'])} / {num(r['hole_acc_unshared'])}"
                          if c.b_offset and "hole_acc_shared" in r else "-"])
     if rows:
-        print(A.markdown(["training set", "seed", "pairs dug out", "test loss <= 0.01 at",
+        print(S.markdown(["training set", "seed", "pairs dug out", "test loss <= 0.01 at",
                           "best test acc", "final test acc", "acc in hole: last / best checkpoint",
                           "acc, rest of test: last", "bound if the hole is never learned",
                           "acc in hole, last: a's token also b's / no b's (--b-offset)"], rows))
@@ -61,13 +61,13 @@ def uniformity(runs):
                 and "norm_spread" in r:
             last = int(r["step"][-1])
             cols = [" / ".join("-" if v is None else f"{v:.3f}"  # '-': not reached yet
-                               for v in (A.at(r, k, s) for s in (*UNIFORM_AT, last)))
+                               for v in (S.at(r, k, s) for s in (*UNIFORM_AT, last)))
                     for k in ("norm_spread", "diff_spread", "med")]
             rows.append([f"wd {c.wd:g}, {c.n_layers} layer(s), frac {c.frac:g}, p {c.p}",
                          str(c.seed), str(last), *cols])
     if rows:
         at = " / ".join(map(str, (*UNIFORM_AT, "last")))
-        print(A.markdown(["setting", "seed", "last step", f"spread of norms at {at}",
+        print(S.markdown(["setting", "seed", "last step", f"spread of norms at {at}",
                           f"spread of differences at {at}", f"MED at {at}"], rows))
 
 
@@ -79,17 +79,17 @@ def depth(runs):
     rows = []
     for c, m, r in runs.values():
         if c.model == "transformer" and c.frac == BASE_FRAC and "med" in r:
-            g = A.first_at_or_above(m["step"], m["test_acc"], 0.9)
+            g = S.first_at_or_above(m["step"], m["test_acc"], 0.9)
             after = m["test_acc"][m["step"] >= g] if g is not None else None
             rows.append([f"{c.n_layers} layer(s), p {c.p}", str(c.seed), str(int(m["step"][-1])),
-                         str(first_below(m["step"], m["test_loss"]) or A.unfinished(c, m)),
+                         str(first_below(m["step"], m["test_loss"]) or S.unfinished(c, m)),
                          str(g or "-"), "-" if g is None else
                          f"{np.mean(after < 0.9):.3f} / {np.min(after):.3f}",
                          " / ".join(f"{v:.2f}" for v in (r["med"][0], np.max(r["med"]),
                                                          r["med"][-1])),
                          f"{rank_corr(r['med'], r['test_loss']):.2f} ({len(r['med'])})"])
     if rows:
-        print(A.markdown(["setting (frac 0.5)", "seed", "last step", "test loss <= 0.01 at",
+        print(S.markdown(["setting (frac 0.5)", "seed", "last step", "test loss <= 0.01 at",
                           "test acc >= 0.9 at", "from then on: share of evaluations < 0.9 / "
                           "min test acc", "MED at 0 / peak / last",
                           "MED: rank corr with test loss (checkpoints)"], rows))
@@ -106,15 +106,15 @@ def dnn(runs):
         if c.model == "mlp" and "med" in r:
             grok = first_below(m["step"], m["test_loss"])
             steps = (0, grok, int(r["step"][-1]))
-            v = lambda k, s: None if s is None else A.at(r, k, s)  # None: past the last ckpt
+            v = lambda k, s: None if s is None else S.at(r, k, s)  # None: past the last ckpt
             cols = [f"{rank_corr(r[k], r['test_loss']):.2f}; " + " / ".join(
                 "-" if v(k, s) is None else f"{v(k, s):.3f}" for s in steps)
                 for k in ("med", "med_hidden")]
             place = f"{c.split} k={c.hole}" if c.split in ("square", "strip") else c.split
             rows.append([f"{c.embed} input, {place} split", str(c.seed), str(steps[2]),
-                         str(grok or A.unfinished(c, m)), f"{m['test_acc'][-1]:.3f}", *cols])
+                         str(grok or S.unfinished(c, m)), f"{m['test_acc'][-1]:.3f}", *cols])
     if rows:
-        print(A.markdown(["DNN", "seed", "last step", "test loss <= 0.01 at", "final test acc",
+        print(S.markdown(["DNN", "seed", "last step", "test loss <= 0.01 at", "final test acc",
                           "MED: rank corr with test loss; at 0 / generalizing / last",
                           "MED of the first hidden layer: the same"], rows))
 

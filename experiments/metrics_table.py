@@ -2,7 +2,7 @@
 A table of runs from metrics.npz (no analysis.npz needed), for REPRODUCTION.md: per
 configuration, the steps to test accuracy >= 0.95 and to test loss <= 0.01 with the share of
 seeds that get there, the softmax-collapse share, and Mann-Whitney U tests of both step
-counts against the same setting's baseline (analyze.baselines: no intervention, the setting's
+counts against the same setting's baseline (summary.baselines: no intervention, the setting's
 usual lr). A seed that never gets there counts as later than every step. A run trained on
 another loss (StableMax) has its test loss recomputed as softmax cross-entropy from its
 checkpoints (every ckpt_every steps, not every eval_every), so that both statistics are the
@@ -19,13 +19,13 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import torch  # noqa: E402
-from analyze import (GROK, baselines, first_at_or_above, fmt, group_runs, markdown,  # noqa: E402
-                     run_config)
+from analyze import run_config  # noqa: E402
 from measures import MEASURES, load_checkpoint_into, run_context  # noqa: E402
 from model import build_model  # noqa: E402
-from runfiles import (Stop, checkpoint_paths, first_below, load_checkpoint,  # noqa: E402
+from runfiles import (GROK, Stop, checkpoint_paths, first_below, load_checkpoint,  # noqa: E402
                       load_metrics)
 from stats import mann_whitney  # noqa: E402
+from summary import baselines, first_at_or_above, fmt, group_runs, markdown  # noqa: E402
 import pack  # noqa: E402
 
 

@@ -16,12 +16,13 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from analyze import first_at_or_above, run_config  # noqa: E402
+from analyze import run_config  # noqa: E402
 from data import make_data, token_shares  # noqa: E402
 from measures import hessian_top  # noqa: E402
 from model import build_model  # noqa: E402
 from runfiles import (Stop, first_below, load_checkpoint, load_metrics,  # noqa: E402
                       save_atomic)
+from summary import first_at_or_above  # noqa: E402
 import pack  # noqa: E402
 
 

@@ -22,10 +22,10 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import analyze as A  # noqa: E402
 import pack  # noqa: E402
 import plots  # noqa: E402
 import stats  # noqa: E402
+import summary as S  # noqa: E402
 from singh_numbers import SINGH, SINGH_CURVES, SINGH_LN  # noqa: E402
 from optim import schedule  # noqa: E402
 from runfiles import Stop, first_below  # noqa: E402
@@ -66,12 +66,12 @@ def grok_step(m):
 
 def acc_step(m, acc=0.95):
     """First step with test accuracy >= acc, None: never."""
-    return A.first_at_or_above(m["step"], m["test_acc"], acc)
+    return S.first_at_or_above(m["step"], m["test_acc"], acc)
 
 
 def at_grok(key):
     """An analysis measure at the run's own first test loss <= 0.01, None: never."""
-    return lambda m, r: None if grok_step(m) is None else A.at(r, key, grok_step(m))
+    return lambda m, r: None if grok_step(m) is None else S.at(r, key, grok_step(m))
 
 
 # ---------------------------------------------------------------- runs
@@ -152,7 +152,7 @@ def crossing(group, paper, paper_seeds=5, key="test_loss", budget=10000):
     interval over resamples of the paper's seed count; paper None: not within the budget."""
     def test(load):
         runs = group.get(load)
-        step, curves = A.seed_curves([(None, c, m, r) for c, m, r in runs], key)
+        step, curves = S.seed_curves([(None, c, m, r) for c, m, r in runs], key)
         curves = curves[:, step <= budget]
         step = step[step <= budget]
         lo, hi = stats.crossing_interval(step, curves, size=paper_seeds)
@@ -180,7 +180,7 @@ def curve_at_crossing(group, key, paper, paper_seeds=5):
     (how Singh et al. read their measures at generalization), resampled together over seeds."""
     def test(load):
         runs = [(None, c, m, r) for c, m, r in group.get(load)]
-        step, loss = A.seed_curves(runs)
+        step, loss = S.seed_curves(runs)
         grid = max((r["step"] for *_, r in runs), key=len)
         curves = np.array([np.interp(grid, r["step"], r[key]) for *_, r in runs])
 
@@ -448,7 +448,7 @@ def median_update_norm(start, end):
 
 def after_grok(key, f):
     """f (max, min) of a metric over the 1000 steps from the first test acc >= 0.9."""
-    return lambda m, r: A.after_grok(m, key, f)
+    return lambda m, r: S.after_grok(m, key, f)
 
 
 def falls_when_groks(m, r, key="sr_train", after=1000):
@@ -457,7 +457,7 @@ def falls_when_groks(m, r, key="sr_train", after=1000):
     g = grok_step(m)
     if g is None or r["step"][-1] < g + after:
         return None
-    return A.at(r, key, g + after) < float(np.max(r[key][r["step"] <= g]))
+    return S.at(r, key, g + after) < float(np.max(r[key][r["step"] <= g]))
 
 
 def measure_claims():
@@ -484,7 +484,7 @@ def measure_claims():
         like=True, differs="like for like: their split and C_Fourier; the paper names no step "
         "(1000: every placement before its generalization)", section="placement_measures",
         test=order([meas(ln) for ln in ("mlp-pre", "pre", "attn-pre", "off")],
-                   lambda m, r: A.at(r, "c_fourier", 1000), paper_larger=True,
+                   lambda m, r: S.at(r, "c_fourier", 1000), paper_larger=True,
                    names=["M", "M+A*", "A*", "No LN"], never=False)))
     rows.append(dict(
         paper=SINGH_PAPER, claim="LN on q/k lowers attention entropy: A^qk lowest (Fig. 3c)",
@@ -495,7 +495,7 @@ def measure_claims():
         differs="like for like: their split and definition", section="early",
         test=order([meas("attn-pre-qk"), Runs(PLACE, lambda c: c.ln != "attn-pre-qk",
                                               analysed=True)],
-                   lambda m, r: A.at(r, "attn_entropy", 1000), never=False)))
+                   lambda m, r: S.at(r, "attn_entropy", 1000), never=False)))
     rows.append(dict(
         paper=SINGH_PAPER, claim="A^qk's attention entropy at step 1000 is the paper's (Fig. 3c)",
         value=SINGH_CURVES["attn_entropy", "attn-pre-qk"][0],
@@ -503,7 +503,7 @@ def measure_claims():
         statistic="5-seed mean attention entropy at step 1000", like=True,
         differs="like for like: their split and definition", section="early",
         label="attention entropy A^qk",
-        test=value(meas("attn-pre-qk"), lambda m, r: A.at(r, "attn_entropy", 1000),
+        test=value(meas("attn-pre-qk"), lambda m, r: S.at(r, "attn_entropy", 1000),
                    SINGH_CURVES["attn_entropy", "attn-pre-qk"][0], 5)))
     rows.append(dict(
         paper=SINGH_PAPER, claim="No LN's SR-train falls as it groks (Fig. 3a)",
@@ -913,12 +913,12 @@ def table(done):
         rows.append([c["paper"], c["claim"], f"{paper} ({c['source']})" if c["source"] else paper,
                      ours(res), " / ".join(map(str, res.get("seeds", []))) or "-",
                      f"**{v}**: {why}", cmd])
-    return A.markdown(head, rows)
+    return S.markdown(head, rows)
 
 
 def registry(claims=CLAIMS):
     """What tests each claim: its runs, the statistic, what is like for like and what differs."""
-    return A.markdown(["paper", "claim", "runs (reproduction/)", "statistic",
+    return S.markdown(["paper", "claim", "runs (reproduction/)", "statistic",
                        "like for like, and what differs"],
                       [[c["paper"], c["claim"], c["runs"], c["statistic"],
                         ("" if c["like"] else "not like for like: ") + c["differs"]]
@@ -971,7 +971,7 @@ def calibrate(load, ours=(5, 10, 15, 20), theirs=5, trials=CALIBRATION_TRIALS, r
     the seed-mean crossing from our n (resamples of `theirs` seeds) against the held-out seeds'
     crossing. -> {n: the share of trials inside}."""
     runs = [(None, c, m, r) for c, m, r in placement("off").get(load)]
-    step, curves = A.seed_curves(runs)
+    step, curves = S.seed_curves(runs)
     keep = step <= 10000
     step, curves = step[keep], curves[:, keep]
     rng, out = np.random.default_rng(stats.RNG_SEED), {}
