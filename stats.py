@@ -12,10 +12,11 @@ import math
 
 import numpy as np
 
+from runfiles import GROK
+
 LEVEL = 0.9        # two-sided coverage of every interval
 RESAMPLES = 4000   # bootstrap resamples
 RNG_SEED = 0       # fixed, so that every interval printed is the same on every call
-GROK = 0.01        # test loss that counts as generalized (train.GROK, Singh et al.'s)
 
 
 def as_values(v):

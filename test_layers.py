@@ -13,7 +13,8 @@ from conftest import HERE
 
 # Lowest first; a module imports only modules of the layers before its own.
 LAYERS = [
-    ("runfiles", "stats", "plots"),         # run files and Stop, rank tests, drawing: nothing ours
+    ("runfiles",),                          # run files, Stop and GROK: nothing ours
+    ("stats", "plots"),                     # rank tests and the bootstrap, drawing
     ("data", "fourier", "model", "optim"),  # the task, the Fourier algorithm, the models and their
                                             # registries, the update: each on its own
     ("config", "fast", "measures"),         # the options (reading data's and model's registries),
