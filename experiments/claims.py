@@ -24,6 +24,7 @@ import metrics_table  # noqa: E402
 import minibatch_table  # noqa: E402
 import gu_table  # noqa: E402
 import pack  # noqa: E402
+import claims_registry  # noqa: E402
 import verdicts  # noqa: E402
 from singh_numbers import (COMPRESSIBILITY, SINGH, SINGH_CURVES, SINGH_LN,  # noqa: E402
                            SINGH_MODEL, released)
@@ -349,7 +350,7 @@ SECTIONS = {  # name: (REPRODUCTION.md's heading, folder (None: it reads the cop
                  "runs/prieto_fig2", "bash experiments/interventions.sh --list | grep "
                  "prieto_fig2 | bash", metrics_table.collapse),
     "verdicts": ("Verdicts, claim by claim", None, "python experiments/claims.py verdicts",
-                 lambda root: verdicts.main(load)),
+                 lambda root: verdicts.main(load, claims_registry.CLAIMS)),
 }
 COPIES = {  # section: its runs' copy in the repository, read where its runs/ folder has none
     name: os.path.join("reproduction", copy) for name, copy in (("nanda", "nanda"),
