@@ -47,6 +47,16 @@ def field(**want):
 
 # ---------------------------------------------------------------- the claims
 
+# claims.py sections whose runs have no copy in reproduction/: the CPU time they take to make
+UNCOMMITTED = {
+    "regularizers": "~12 CPU-hours", "gu": "~25 CPU-hours"}
+
+
+def uncommitted(section):
+    """Why a claim of a section without committed runs is not addressed."""
+    return f"runs not committed ({UNCOMMITTED[section]})"
+
+
 SINGH_PAPER = "Singh et al."
 PLACE = "ln_placements_singh"
 LN_NAME = {k: v[0] for k, v in SINGH_LN.items()}
@@ -246,7 +256,7 @@ def measure_claims():
         runs="ln_placements_singh, 5 seeds each, analysed",
         statistic="per-seed C_Fourier at step 1000, each placement above the next later one",
         like=True, differs="like for like: their split and C_Fourier; the paper names no step "
-        "(1000: every placement before its generalization)", section="placement_measures",
+        "(1000: every placement before its generalization)", section="c_fourier",
         test=order([meas(ln) for ln in ("mlp-pre", "pre", "attn-pre", "off")],
                    lambda m, r: A.at(r, "c_fourier", 1000), paper_larger=True,
                    names=["M", "M+A*", "A*", "No LN"], never=False)))
@@ -365,6 +375,11 @@ def nanda_claims():
                   "the keys below 0.01", like=True, differs=like, section="cleanup",
         test=signs(main, lambda m, r: bool(r["ablate_keys"] > math.log(113)
                                            and r["ablate_all_but_keys"] < 0.01))))
+    rows.append(dict(
+        paper=NANDA, claim="dropout groks, L1 does not, a float32 loss makes slingshots "
+                           "(appendix D)", value="-", source="appendix D", runs=None,
+        statistic="-", like=False, differs="-", section="regularizers",
+        test=not_addressed(uncommitted("regularizers"))))
     nanda = lambda **kw: Runs("nanda", field(**kw))
     rows.append(dict(
         paper=NANDA, claim="without weight decay it never groks (appendix D.1, Fig. 26)",
@@ -394,7 +409,8 @@ def nanda_claims():
         paper=NANDA, claim="wd 0.1 groks at epoch 98730 (their released run)", value=98730,
         source="saved_runs/wd_10-1_mod_addition_loss_curve.pth", runs="nanda_wd, seed 1",
         statistic="first step with test loss <= 0.01", like=True,
-        differs="like for like: their split of seed 1; one run against one", section="nanda",
+        differs="like for like: their split of seed 1; one run against one",
+        section="nanda_wd",
         label="wd 0.1", test=value(Runs("nanda_wd"), lambda m, r: grok_step(m), 98730)))
     return rows
 
@@ -465,9 +481,7 @@ def gu_claims():
     rows.append(dict(
         paper=GU, claim="a^2+ab+b^2: the test pairs answered do not grow with the fraction "
                         "(Fig. 4)", value="-", source="Fig. 4", runs=None, statistic="-",
-        like=False, differs="-", section=None,
-        test=not_addressed("its runs (runs/gu) are not committed: reproduction/gu holds their "
-                           "summary only")))
+        like=False, differs="-", section="gu", test=not_addressed(uncommitted("gu"))))
     return rows
 
 
@@ -562,39 +576,39 @@ def prieto_claims():
         dict(paper=PRIETO, claim="StableMax groks without weight decay by ~80k epochs (Fig. 1b)",
              value="yes", source="Fig. 1b", runs=FIG1,
              statistic="per seed: test accuracy 0.95 reached within 80k", like=True,
-             differs="like for like: their Fig. 1 setting and 80k", section="prieto",
+             differs="like for like: their Fig. 1 setting and 80k", section="prieto_seeds",
              test=signs(fig1(loss="stablemax"), lambda m, r: acc_step(m) is not None))]
 
 
 GROKFAST = "Grokfast (Lee et al.)"
-GF_TABLE = "`python experiments/metrics_table.py reproduction/grokfast_setting_zen5`"
+GF_BOTH = "`python experiments/claims.py grokfast grokfast_wd0`"
 
 
 def grokfast_claims():
-    gf = lambda wd, filt: Runs("grokfast_setting_zen5" if wd else "grokfast_setting",
-                               field(wd=wd, grokfast=filt))
+    copy = lambda wd: "grokfast_setting_zen5" if wd else "grokfast_setting"
+    section = lambda wd: "grokfast" if wd else "grokfast_wd0"
+    gf = lambda wd, filt: Runs(copy(wd), field(wd=wd, grokfast=filt))
     like = "their x*y mod 97 headline setting as near as this model gets; 5 seeds, theirs one run"
     rows = [dict(paper=GROKFAST, claim=f"Grokfast {name} reaches 95% validation accuracy at "
                                        f"{v} iterations",
-                 value=v, source="their README", runs="grokfast_setting(_zen5)",
+                 value=v, source="their README", runs=copy(wd),
                  statistic="per seed: first step with test accuracy >= 0.95", like=False,
-                 differs=like, section=None,
-                 command=GF_TABLE, label=name,
+                 differs=like, section=section(wd), label=name,
                  test=value(gf(wd, filt), lambda m, r: acc_step(m), v))
             for name, wd, filt, v in (("EMA", 0.005, "ema", 910), ("MA", 0.01, "ma", 790),
                                       ("Adam baseline, wd 0", 0.0, "none", 39890))]
     rows.append(dict(
         paper=GROKFAST, claim="Grokfast EMA groks sooner than Adam at wd 0 (their baseline)",
-        value="EMA first", source="their README", runs="grokfast_setting, 5 seeds a side",
+        value="EMA first", source="their README",
+        runs="grokfast_setting_zen5 (EMA) + grokfast_setting (Adam at wd 0), 5 seeds a side",
         statistic="per-seed step to test accuracy 0.95", like=False, differs=like,
-        section=None, command=GF_TABLE,
+        section=None, command=GF_BOTH,
         test=order([gf(0.005, "ema"), gf(0.0, "none")], lambda m, r: acc_step(m))))
     rows.append(dict(
         paper=GROKFAST, claim="the EMA filter speeds grokking at the same weight decay",
         value="EMA first", source="their README (the filter is the method)",
-        runs="grokfast_setting, 5 seeds a side", statistic="per-seed step to test accuracy 0.95, "
-        "EMA against Adam at EMA's wd 0.005", like=False, differs=like, section=None,
-        command=GF_TABLE,
+        runs="grokfast_setting_zen5, 5 seeds a side", statistic="per-seed step to test accuracy "
+        "0.95, EMA against Adam at EMA's wd 0.005", like=False, differs=like, section="grokfast",
         test=order([gf(0.005, "ema"), gf(0.005, "none")], lambda m, r: acc_step(m))))
     return rows
 
@@ -614,8 +628,6 @@ def issue72_claims():
             "MED not yet compared with the earlier measures on the same runs"),
            (SINGH_PAPER, "eps 0, Kaiming init: alpha 1 and lr x wd / wd grids of their appendix",
             "only alpha 0.5 and 0.75 of that loop are committed"),
-           (NANDA, "dropout groks, L1 does not, a float32 loss makes slingshots (appendix D)",
-            "the runs (nanda_regularizers) are not committed"),
            (SINGH_PAPER, "with lr fixed the update norms of different alpha stay comparable "
                          "(Fig. 5d)", "a claim of equality: a rank test cannot show it"),
            (ALQ, "a ratio of 10 balances the curvature of the embedding and the next layer",
