@@ -81,7 +81,7 @@ def test_claims_prints_each_arm_seed_by_seed_from_the_run_folders(tmp_path, caps
         "| 200 / 700 |" in out  # the seed-mean curve is <= 0.01 only once both are
     assert "coupled first in 0, later in 2, tied in 0 of 2 seeds (sign test p 0.500); reached " \
         "0.01: 1 of 2 against 2 of 2 (Fisher exact p 1.000)" in out
-    assert "not on this machine; made by: make it" in out
+    assert "runs not committed; made by: make it\n" in out
     claims.main(["grids", str(tmp_path)])  # a folder after a section's name: that one is read
     assert capsys.readouterr().out == f"## g ({tmp_path})\n\n{tmp_path}\n"
     with pytest.raises(SystemExit, match=f"^error: no runs in {tmp_path / 'no'}$"):
@@ -271,3 +271,60 @@ def test_minibatch_table_reads_a_copys_hessian_from_the_json_its_checkpoint_wrot
     assert capsys.readouterr().out == table
     with pytest.raises(Stop, match="mlp-learned: no step-1000 checkpoint"):  # a cache of 2000
         minibatch_table.top_eigenvalues(str(tmp_path / "mlp-learned"), None, None, None, 1000)
+
+
+def test_held_reads_first_and_last_evaluation_at_095_and_the_share_that_stays(tmp_path, capsys):
+    (run := tmp_path / "s0").mkdir()
+    (run / "config.json").write_text(json.dumps(Config(seed=0).to_dict()))
+    np.savez(run / "metrics.npz", step=np.arange(5) * 10,
+             test_acc=np.array([0.0, 0.96, 0.5, 0.97, 0.98]))
+    metrics_table.held(str(tmp_path))
+    # from step 10 on, 3 of the 4 evaluations are >= 0.95
+    assert "| all runs | 0 | 10 | 40 | 0.75 | 0.980 at 40 | 0.980 | 40 |" in capsys.readouterr().out
+
+
+def test_phases_reads_gini_and_weight_norm_at_each_phase_end(tmp_path, capsys):
+    steps = np.arange(0, 3001, 100)
+    # test loss peaks at 100, is below 1 from 300 and below 0.01 from 400; the sum of squared
+    # weights falls to 10 by step 500 and stays: cleanup ends at 500
+    loss = np.select([steps == 100, steps < 300, steps < 400], [5.0, 2.0, 0.5], 0.001)
+    wn = np.maximum(10.0, 60.0 - steps / 10)
+    (run := tmp_path / "main").mkdir()
+    (run / "config.json").write_text(json.dumps(Config(steps=3000).to_dict()))
+    np.savez(run / "metrics.npz", step=steps, test_loss=loss, weight_norm=wn)
+    np.savez(run / "analysis.npz", step=steps, gini_embed=steps / 1000, gini_logit=steps / 2000,
+             weight_norm=wn)
+    claims.phases(str(tmp_path))
+    assert "| 0 | 100 | 300 | 500 | 100: 0.1 / 0.05 / 50 | 300: 0.3 / 0.15 / 30 | " \
+           "500: 0.5 / 0.25 / 10 | 3000: 3 / 1.5 / 10 |" in capsys.readouterr().out
+
+
+def test_c_fourier_gives_each_seed_and_their_mean_at_each_step(tmp_path, capsys):
+    steps = np.arange(0, 3001, 100)
+    for ln, seed, scale, last in (("off", 1, 1.0, 3000), ("off", 2, 3.0, 1500),
+                                  ("pre", 1, 0.1, 3000), ("pre", 2, 0.3, 3000)):
+        (run := tmp_path / f"{ln}_s{seed}").mkdir()
+        (run / "config.json").write_text(json.dumps(Config(ln=ln, seed=seed).to_dict()))
+        np.savez(run / "metrics.npz", step=steps, test_loss=np.ones(len(steps)))
+        keep = steps <= last  # seed 2 of No LN stopped at 1500: no value at 2000
+        np.savez(run / "analysis.npz", step=steps[keep], c_fourier=scale * steps[keep] / 1000)
+    claims.c_fourier(str(tmp_path), steps=(500, 2000))
+    out = capsys.readouterr().out
+    assert "| pre (M+A*) | 0.1 (0.05 / 0.15) | 0.4 (0.2 / 0.6) |" in out  # M+A* before No LN
+    assert "| off (No LN) | 1 (0.5 / 1.5) | 2 (2 / -) | 0.186 |" in out
+
+
+def test_every_section_reads_a_committed_copy_or_says_what_its_runs_cost(tmp_path, capsys,
+                                                                        monkeypatch):
+    import claims_registry
+    for name, (_, root, _, _) in claims.SECTIONS.items():
+        assert root is None or name in claims.COPIES or name in claims_registry.UNCOMMITTED
+    for copy in claims.COPIES.values():
+        here = os.path.join(os.path.dirname(os.path.abspath(__file__)), copy, "runs.npz")
+        assert os.path.isfile(here), copy
+    heading, _, make, show = claims.SECTIONS["regularizers"]  # as if runs/ held none
+    monkeypatch.setitem(claims.SECTIONS, "regularizers",
+                        (heading, str(tmp_path / "none"), make, show))
+    claims.main(["regularizers"])
+    assert "runs not committed; made by: bash experiments/nanda_regularizers.sh --batched | bash " \
+           "(~12 CPU-hours)\n" in capsys.readouterr().out

@@ -14,6 +14,7 @@ from config import Config
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "experiments"))
 import claims  # noqa: E402
+import claims_registry  # noqa: E402
 import plots  # noqa: E402
 import verdicts as V  # noqa: E402
 
@@ -144,13 +145,14 @@ def test_calibration_of_identical_seeds_holds_every_time(tmp_path, monkeypatch):
                                       for s in seeds}
     load = lambda root, analysed=False, keep=lambda c: True: {
         k: v for k, v in runs[root].items() if keep(v[0])}
-    assert V.calibrate(load, ours=(5, 7, 8), trials=5, resamples=50) == {5: 1.0, 7: 1.0}
+    no_ln = claims_registry.placement("off")
+    assert V.calibrate(load, no_ln, ours=(5, 7, 8), trials=5, resamples=50) == {5: 1.0, 7: 1.0}
 
 
 def test_reproduction_md_shows_what_the_command_prints():
     block = V.doc_block()
     assert block is not None, f"REPRODUCTION.md has no {V.BEGIN} ... {V.END} block"
-    printed = V.report(V.evaluate(claims.load))
+    printed = V.report(V.evaluate(claims.load, claims_registry.CLAIMS))
     assert block == printed, ("REPRODUCTION.md's verdict table differs from `python "
                               "experiments/claims.py verdicts`; `python experiments/verdicts.py "
                               "--write` puts the printed one in")

@@ -25,6 +25,7 @@ import minibatch_table  # noqa: E402
 import gu_table  # noqa: E402
 import pack  # noqa: E402
 import summary as S  # noqa: E402
+import claims_registry  # noqa: E402
 import verdicts  # noqa: E402
 from singh_numbers import (COMPRESSIBILITY, SINGH, SINGH_CURVES, SINGH_LN,  # noqa: E402
                            SINGH_MODEL, released)
@@ -53,8 +54,7 @@ def load(root, analysed=False, keep=lambda cfg: True):
 
 
 def summary(root, runs=None):
-    """The summary table (summary.py; analyze.py writes it as runs/summary.md); runs:
-    load(root)'s, if the caller has it."""
+    """analyze.py's summary table (runs/summary.md); runs: load(root)'s, if the caller has it."""
     groups, _ = S.group_runs(runs or load(root, analysed=True))
     print(S.markdown(*S.summary_table(groups)))
 
@@ -63,7 +63,7 @@ def per_seed(root, arm=None, paper=None, ref=None):
     """Steps to test loss <= 0.01 seed by seed, their mean, the seed-mean curve's step (Singh
     et al.'s statistic; "held" where a seed that stopped earlier counts with its last value) and
     a Mann-Whitney U test against `ref` (a label as printed), else the first group. arm: a label
-    per config, groups sorted by label (default: summary's grouping); paper: cfg -> theirs."""
+    per config, groups sorted by label (default: analyze's grouping); paper: cfg -> theirs."""
     done = load(root)
     if arm is None:
         groups, _ = S.group_runs(done)
@@ -183,6 +183,36 @@ def placement_measures(root, keys=("c_fourier", "attn_entropy", "sr_train"), by=
                           "steps after (-: the run ended before)"], falls))
 
 
+def c_fourier(root, steps=(500, 1000, 2000)):
+    """C_Fourier early in training, per placement (Fig. 2b: it rises sooner in placements that
+    generalize sooner): the mean over seeds and each seed at `steps` ("-": the run stopped before,
+    1000 steps after it generalized; the mean is of the others), beside the released mean curve
+    at step 1000 (the only early reading of theirs). Placements in the paper's order of
+    generalization, M first; every placement has the same seeds (ln_placements.sh)."""
+    groups = {}
+    for cfg, _, r in load(root, True).values():
+        groups.setdefault(cfg.ln, {})[cfg.seed] = r
+    order = ["mlp-pre", "pre-v", "attn-pre-v", "pre", "attn-pre", "off", "attn-pre-qk"]
+    seeds = sorted(next(iter(groups.values()))) if groups else []
+
+    def cell(values):
+        there = [v for v in values if v is not None]
+        if not there:
+            return "-"
+        each = " / ".join("-" if v is None else f"{v:.3g}" for v in values)
+        return f"{np.mean(there):.3g} ({each})"
+    rows = []
+    for ln in sorted(groups, key=lambda ln: order.index(ln) if ln in order else len(order)):
+        paper = SINGH_CURVES.get(("c_fourier", ln))
+        rows.append([singh_name(ln)]
+                    + [cell([S.at(groups[ln][s], "c_fourier", step) for s in seeds])
+                       for step in steps]
+                    + ["-" if paper is None else f"{paper[0]:.3g}"])
+    per_seed = " / ".join(f"s{s}" for s in seeds)
+    print(S.markdown(["placement"] + [f"C_Fourier at {step}: seed mean ({per_seed})"
+                                      for step in steps] + ["released mean curve at 1000"], rows))
+
+
 def wd_point(cfg):
     """A point of Singh et al.'s weight-decay sweep but its centre (wd 1: the No LN runs of
     ln_placements.sh, the same command): "wd X", or None."""
@@ -253,7 +283,8 @@ def regularizers(root):
     for lab, runs in groups.items():
         for _, c, m, a in runs:
             n, first = jumps(m["step"], m["train_loss"])
-            acc = S.first_at_or_above(m["step"], m["test_acc"], 0.95)  # dropout stops short of loss 0.01
+            # dropout stops short of test loss 0.01: when it reaches test accuracy 0.95 too
+            acc = S.first_at_or_above(m["step"], m["test_acc"], 0.95)
             rows.append([lab, str(c.seed), str(first_below(m["step"], m["test_loss"]) or "-"),
                          str(acc or "-"), f"{m['test_acc'][-1]:.3f} / {m['test_loss'][-1]:.3g}",
                          f"{n} ({first or '-'})", f"{np.nanmax(m['collapse']):.2f}",
@@ -267,16 +298,40 @@ def regularizers(root):
                       "key frequencies (W_L)", "logit FVE", "one-frequency neurons"], rows))
 
 
+def phases(root):
+    """Nanda et al.'s three phases (Sec. 5.2; their mainline: memorization to 1.4k epochs,
+    circuit formation to 9.4k, cleanup to 14k) per mainline seed by analyze.phases' rules, with
+    the Gini coefficients of W_E's and W_L's Fourier norms and the sum of squared weights at each
+    phase's end and at the last checkpoint."""
+    rows = []
+    for c, m, a in load(root, analysed=True, keep=nanda_mainline).values():
+        ends = A.phases(m)
+        last = int(a["step"][-1])
+        read = lambda step: "-" if step is None else " / ".join(
+            f"{S.at(a, k, step):.3g}" for k in ("gini_embed", "gini_logit", "weight_norm"))
+        rows.append([str(c.seed)] + [str(e or "-") for e in ends]
+                    + [f"{e or '-'}: {read(e)}" for e in ends] + [f"{last}: {read(last)}"])
+    print(S.markdown(["seed", "memorization ends (test-loss peak)", "circuit formation ends "
+                      "(test loss < 1)", "cleanup ends (weight norm flat)"]
+                     + [f"Gini W_E / W_L / sum of squared weights at the end of {p}"
+                        for p in ("memorization", "circuit formation", "cleanup")]
+                     + ["the same at the last checkpoint"], rows))
+
+
 def gu_runs(root):  # the hole runs, token uniformity, depth, the DNN, then analyze.py's summary
     summary(root, gu_table.main(root))  # of the runs the four tables read: analysed once
+
+
+def nanda_mainline(cfg):
+    """A run with the mainline's regularization (nanda_regularizers.sh holds the others too)."""
+    return cfg.wd > 0 and not cfg.dropout and not cfg.l1 and cfg.loss_dtype == "float64"
 
 
 def cleanup(root):
     """Nanda et al.'s mainline through cleanup (runs with the mainline's regularization): key
     frequencies, the neuron and logit fits, and the progress measures every 1600 steps up to
     step 16000 (the paper's cleanup ends at ~14k), then every 10000."""
-    mainline = lambda c: c.wd > 0 and not c.dropout and not c.l1 and c.loss_dtype == "float64"
-    runs = load(root, analysed=True, keep=mainline)
+    runs = load(root, analysed=True, keep=nanda_mainline)
     ks = lambda a: " / ".join(str(a[n].tolist()) for n in ("keys", "keys_neurons", "keys_embed"))
     print(S.markdown(["seed", "test loss <= 0.01 at", "key frequencies: W_L's norms (the paper's "
                       "rule) / the per-neuron rule / W_E's norms", "MLP neurons with > 85% of "
@@ -302,6 +357,9 @@ SECTIONS = {  # name: (REPRODUCTION.md's heading, folder (None: it reads the cop
                            "the run", "runs/ln_placements",
                            "bash experiments/ln_placements.sh --list | bash; python analyze.py "
                            "runs/ln_placements", placement_measures),
+    "c_fourier": ("LN placements on their split: C_Fourier at steps 500, 1000, 2000",
+                  "runs/ln_placements", "bash experiments/ln_placements.sh --list | bash; python "
+                  "analyze.py runs/ln_placements", c_fourier),
     "compressibility": ("LN placements on their split: R(Z), power-law exponent, effective rank",
                         "runs/ln_placements", "bash experiments/ln_placements.sh --list | bash; "
                         "python analyze.py runs/ln_placements",
@@ -324,12 +382,18 @@ SECTIONS = {  # name: (REPRODUCTION.md's heading, folder (None: it reads the cop
     "regularizers": ("Dropout, L1 and a float32 loss (Nanda et al.'s appendix)",
                      "runs/nanda_regularizers",
                      "bash experiments/nanda_regularizers.sh --batched | bash", regularizers),
+    "nanda_wd": ("Weight decay 0.1 on their split (Nanda et al.'s released wd 0.1 run)",
+                 "runs/nanda_wd", "python train.py --preset nanda --split-rng nanda --wd 0.1 "
+                 "--seed 1 --steps 110000 --out runs/nanda_wd", metrics_table.main),
     "fractions": ("Training fractions 0.4-0.9 (Nanda et al.'s released sweep)",
                   "runs/nanda_fractions", "bash experiments/nanda_fractions.sh --list | bash",
                   metrics_table.main),
     "cleanup": ("The mainline through cleanup (Nanda et al.)", "runs/nanda_regularizers",
                 "python train.py --preset nanda --split-rng nanda --seed 0 1 2 "
                 "--out runs/nanda_regularizers", cleanup),
+    "phases": ("The mainline's phases, Gini and weight norm at their ends (Nanda et al.)",
+               "runs/nanda_regularizers", "python train.py --preset nanda --split-rng nanda "
+               "--seed 0 1 2 --out runs/nanda_regularizers", phases),
     "gu": ("Dug-out training sets, a^2+ab+b^2 and depth (Gu et al.)", "runs/gu",
            "bash experiments/gu.sh --list | bash", gu_runs),
     "gu_setting": ("Gu et al. in their code's setting", "runs/gu_setting",
@@ -345,13 +409,35 @@ SECTIONS = {  # name: (REPRODUCTION.md's heading, folder (None: it reads the cop
     "prieto": ("Grokking accelerators in Prieto et al.'s own setting (their Fig. 1)",
                "runs/prieto_fig1", "bash experiments/interventions.sh --list | grep prieto_fig1 "
                "| bash", metrics_table.main),
+    "prieto_seeds": ("Prieto et al.'s Fig. 1, seed by seed: when test accuracy reaches 0.95 "
+                     "and how long it stays", "runs/prieto_fig1", "bash experiments/"
+                     "interventions.sh --list | grep prieto_fig1 | bash", metrics_table.held),
     "interventions": ("Grokking accelerators", "runs/interventions",
                       "bash experiments/interventions.sh --list | bash", metrics_table.main),
+    "interventions_noln": ("Grokking accelerators on No LN", "runs/interventions",
+                           "bash experiments/interventions.sh --list | bash", metrics_table.main),
+    "interventions_noln_ma": ("Grokking accelerators on No LN: Grokfast MA, its controls and "
+                              "the baseline again, another machine", "runs/interventions",
+                              "bash experiments/interventions.sh --list | bash",
+                              metrics_table.main),
+    "interventions_nanda": ("Grokking accelerators on Nanda et al.'s model", "runs/interventions",
+                            "bash experiments/interventions.sh --list | bash",
+                            metrics_table.main),
+    "grokfast": ("Grokfast in its own setting: each filter against Adam at its weight decay",
+                 "runs/interventions", "bash experiments/interventions.sh --list | grep -- "
+                 "'--op mul' | bash", metrics_table.main),
+    "grokfast_wd0": ("Grokfast's setting: Adam at wd 0 (their baseline), and the arms at wd "
+                     "0.005 / 0.01 again on other machines", "runs/interventions",
+                     "bash experiments/interventions.sh --list | grep -- '--op mul' | bash",
+                     metrics_table.main),
     "collapse": ("Softmax in float16, float32 and float64 (Prieto et al.'s Fig. 2)",
                  "runs/prieto_fig2", "bash experiments/interventions.sh --list | grep "
                  "prieto_fig2 | bash", metrics_table.collapse),
+    "collapse_gpu": ("Softmax in float16 on a GPU (Prieto et al.'s Fig. 2)", "runs/prieto_fig2",
+                     "bash experiments/interventions.sh --list | grep prieto_fig2 | grep "
+                     "float16 | bash", metrics_table.collapse),
     "verdicts": ("Verdicts, claim by claim", None, "python experiments/claims.py verdicts",
-                 lambda root: verdicts.main(load)),
+                 lambda root: verdicts.main(load, claims_registry.CLAIMS)),
 }
 COPIES = {  # section: its runs' copy in the repository, read where its runs/ folder has none
     name: os.path.join("reproduction", copy) for name, copy in (("nanda", "nanda"),
@@ -361,7 +447,13 @@ COPIES = {  # section: its runs' copy in the repository, read where its runs/ fo
         ("gu_setting", "gu_setting"), ("collapse", "prieto_fig2"), ("embedding", "embedding"),
         ("minibatch", "minibatch"), ("gu_preview", "gu_preview"), ("prieto", "prieto_fig1"),
         ("optimization", "optimization"), ("interventions", "interventions_pre"),
-        ("cleanup", "nanda_cleanup"), ("compressibility_wd", "singh_grids"))}
+        ("cleanup", "nanda_cleanup"), ("compressibility_wd", "singh_grids"),
+        ("c_fourier", "ln_placements_singh"), ("phases", "nanda_cleanup"), ("nanda_wd", "nanda_wd"),
+        ("prieto_seeds", "prieto_fig1"), ("interventions_noln", "interventions_noln_zen5"),
+        ("interventions_noln_ma", "interventions_noln"),
+        ("interventions_nanda", "interventions_nanda"), ("grokfast", "grokfast_setting_zen5"),
+        ("grokfast_wd0", "grokfast_setting"), ("collapse_gpu", "prieto_fig2_gpu"))}
+
 
 
 def main(argv):
@@ -399,7 +491,9 @@ def main(argv):
             errors.append(f"no runs in {folder}")
             print(f"error: no runs in {folder}\n")
         else:
-            print(f"not on this machine; made by: {make}\n")
+            cost = f" ({claims_registry.UNCOMMITTED[n]})" if n in claims_registry.UNCOMMITTED \
+                else ""
+            print(f"runs not committed; made by: {make}{cost}\n")
     if errors:
         sys.exit(f"error: {'; '.join(errors)}")
 

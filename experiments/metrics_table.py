@@ -7,7 +7,8 @@ usual lr). A seed that never gets there counts as later than every step. A run t
 another loss (StableMax) has its test loss recomputed as softmax cross-entropy from its
 checkpoints (every ckpt_every steps, not every eval_every), so that both statistics are the
 baseline's. It also draws <root>/figures/steps_to_generalize.png: per configuration and
-statistic, every seed's step as a dot. collapse(): Prieto et al.'s Fig. 2 table, per run.
+statistic, every seed's step as a dot. collapse(): Prieto et al.'s Fig. 2 table, per run;
+held(): per run, when test accuracy first and last reaches 0.95 and how much of the run stays.
 
     python experiments/metrics_table.py runs/interventions
 """
@@ -116,6 +117,28 @@ def collapse(root):
     print(markdown(["configuration", "seed", "collapse share > 0.5 at (test acc)", "> 0.4 at",
                     "max test acc", "final test / train acc", "max collapse share",
                     "steps run"], rows))
+
+
+def held(root, acc=0.95):
+    """Per run (grouped by configuration, then seed): the first evaluation with test accuracy >=
+    acc, the last one, the share of evaluations from the first on that are >= acc (1: it stays),
+    the best and the final test accuracy."""
+    done = {run: (cfg, load_metrics(os.path.join(run, "metrics.npz")), {})
+            for run, cfg in runs_below(root)}
+    groups, _ = group_runs(done)
+    rows = []
+    for lab, runs in groups.items():
+        for _, c, m, _ in sorted(runs, key=lambda r: r[1].seed):
+            s, a = m["step"], m["test_acc"]
+            above = np.nonzero(a >= acc)[0]
+            first, last = (int(s[above[0]]), int(s[above[-1]])) if len(above) else ("never",) * 2
+            stays = f"{np.mean(a[above[0]:] >= acc):.2f}" if len(above) else "-"
+            best = int(np.argmax(a))
+            rows.append([lab, str(c.seed), str(first), str(last), stays,
+                         f"{a[best]:.3f} at {s[best]}", f"{a[-1]:.3f}", str(int(s[-1]))])
+    print(markdown(["configuration", "seed", f"test acc >= {acc} first at", "last at",
+                    "share of evaluations >= it from the first on", "best test acc",
+                    "final test acc", "steps run"], rows))
 
 
 def folder_arg(doc, default=None):
