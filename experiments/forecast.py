@@ -13,11 +13,11 @@ budget (a run that has generalized needs no forecast). The methods, side by side
   forecaster         logistic regression (will it generalize?) and ridge regression on log10
                      of the step (of the runs that do), on features of the metrics logged up to
                      t x budget (`features`), written in numpy;
-  nearest config     the nearest other configuration (fewest config fields differing; ties: the
-                     smallest log-distance over the numeric ones): the share of its pending runs
-                     that generalize, the median step of those that do (as a share of budget);
-  global median      the share and median step (as a share of budget) of every other
-                     configuration's pending runs; one number for all, so its AUROC is 0.5;
+  nearest config     the nearest other configuration (`config_distance`: fewest config fields
+                     differing, then the smallest gap): the share of its pending runs that
+                     generalize, the median step of those that do (as a share of budget);
+  global median      the median step (as a share of budget) of every other configuration's
+                     pending runs that generalize; one score for every run, so AUROC 0.5;
   test-loss trend    log10 test loss over the last half of the window, extrapolated to 0.01;
   weight-norm rule   log10 weight norm over the last half of the window, extrapolated to the
                      share of its peak at which the other configurations' runs generalized;
@@ -289,6 +289,7 @@ def forecast_at(runs, t):
         out[method][0][i], out[method][1][i] = score, np.maximum(step, c[i])
 
     rule = lambda step, i: -step / budget[i]  # a rule's score: sooner, likelier
+    known = [has_restricted(r, c_) for r, c_ in zip(pending, c)]
     for i, r in enumerate(pending):  # a rule that needs nothing from other configurations
         s = trend_step(r["metrics"]["step"], r["metrics"]["test_loss"], GROK, c[i])
         put("test-loss trend", i, rule(s, i), s)
@@ -310,7 +311,6 @@ def forecast_at(runs, t):
             peak = window(m, c[i])["weight_norm"].max()
             s = trend_step(m["step"], m["weight_norm"], level * peak, c[i])
             put("weight-norm rule", i, rule(s, i), s)
-        known = [has_restricted(r, c_) for r, c_ in zip(pending, c)]
         levels = [restricted_at_grok(r) for r, f, k in zip(pending, fit, known) if f and k]
         for i in np.nonzero(test)[0]:
             if known[i] and levels:
