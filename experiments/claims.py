@@ -20,6 +20,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import analyze as A  # noqa: E402
+import forecast  # noqa: E402
 import metrics_table  # noqa: E402
 import minibatch_table  # noqa: E402
 import gu_table  # noqa: E402
@@ -438,6 +439,8 @@ SECTIONS = {  # name: (REPRODUCTION.md's heading, folder (None: it reads the cop
                      "float16 | bash", metrics_table.collapse),
     "verdicts": ("Verdicts, claim by claim", None, "python experiments/claims.py verdicts",
                  lambda root: verdicts.main(load, claims_registry.CLAIMS)),
+    "forecast": ("Forecasting grokking part-way through a run", None,
+                 "python experiments/forecast.py", lambda root: forecast.main()),
 }
 COPIES = {  # section: its runs' copy in the repository, read where its runs/ folder has none
     name: os.path.join("reproduction", copy) for name, copy in (("nanda", "nanda"),
