@@ -306,9 +306,7 @@ def cross_run(root, done):
 
 
 def figures_failed(folder, e):
-    """Stop for a figure that could not be written, once plots.py's temp file of it is gone."""
-    for q in glob.glob(os.path.join(folder, "figures", "*.tmp.png")):
-        os.remove(q)
+    """Stop for a figure that could not be written (plots.save has removed its temp file)."""
     return Stop(f"{printable(folder)}: cannot write its figures ({e.strerror})")
 
 

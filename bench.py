@@ -31,7 +31,7 @@ import torch
 
 from config import PRESETS, Config
 from data import make_data
-from fast import build_runs, cuda_graph, named_params, tune_cpu
+from fast import build_runs, cpu_settings, cuda_graph, named_params
 from model import build_model
 from optim import AdamW, set_hyper
 from runfiles import ArgumentParser, Stop
@@ -153,21 +153,26 @@ def main(argv=None):
         device = check_options([replace(cfg, ln=ln) for ln in lns], [], args.device, False)
     except Stop as e:
         sys.exit(f"error: {e}")
-    tune_cpu()  # as train.py does
+    with cpu_settings():  # as train.py's loop runs
+        report(cfg, lns, args.preset, args.steps, args.runs, device)
+
+
+def report(cfg, lns, preset, steps, runs, device):
+    """Time each variant of the step (median of `steps`) and print the table."""
     x, y, xt, yt = (t.to(device) for t in make_data(cfg))
     print(f"device {device}, {torch.get_num_threads()} threads, torch {torch.__version__}, "
-          f"{args.preset} {cfg.model}, ln {' '.join(lns)}, {cfg.n_layers} layers, p {cfg.p}, "
-          f"{len(x)} train / {len(xt)} test examples, float32, median of {args.steps} steps")
+          f"{preset} {cfg.model}, ln {' '.join(lns)}, {cfg.n_layers} layers, p {cfg.p}, "
+          f"{len(x)} train / {len(xt)} test examples, float32, median of {steps} steps")
     results = {}
     slow = straightforward_logits if cfg.model == "transformer" else lambda m, x: m(x)
     for name, test in [("straightforward + test forward", xt), ("straightforward", None)]:
         model = build_model(cfg).to(device)
         opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=cfg.betas, eps=cfg.eps,
                                 weight_decay=cfg.wd)
-        results[name] = timeit(step_fn(model, opt, x, y, slow, test), args.steps, device)
+        results[name] = timeit(step_fn(model, opt, x, y, slow, test), steps, device)
     # eager, like the straightforward steps (--runs: as train.py, a CUDA graph on a GPU)
     results["this project"] = ours = timeit(runs_step(cfg, lns[:1], 1, device, graph=False),
-                                            args.steps, device)
+                                            steps, device)
     peak = peak_gflops(device)
     gflops = useful_flops(cfg, len(x)) / (ours / 1000) / 1e9
     for name, ms in results.items():
@@ -176,11 +181,11 @@ def main(argv=None):
           f"{gflops:.0f} GFLOP/s; large fp32 matmul: {peak:.0f} GFLOP/s (the step runs at "
           f"{100 * gflops / peak:.0f}% of it)")
     if cfg.model == "transformer" and cfg.n_layers == 1:
-        print(f"its per-example matmuls alone: {matmul_ms(cfg, len(x), device, args.steps):.1f} "
+        print(f"its per-example matmuls alone: {matmul_ms(cfg, len(x), device, steps):.1f} "
               f"ms (a step 5x faster than the straightforward one: "
               f"{results['straightforward'] / 5:.1f} ms)")
-    for R in args.runs:
-        ms = timeit(runs_step(cfg, lns, R, device), args.steps, device)
+    for R in runs:
+        ms = timeit(runs_step(cfg, lns, R, device), steps, device)
         print(f"{R:3d} runs batched (train.py's step) {ms:8.2f} ms/step = "
               f"{1000 * R / ms:8.0f} model-steps/s" + (" (CUDA graph)" if device == "cuda" else ""))
 

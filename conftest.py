@@ -7,6 +7,7 @@ import os
 import torch
 
 from config import Config
+from train import train
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SMALL = dict(p=23, d_model=32, n_heads=4, d_mlp=64, frac=0.5, eval_every=5, ckpt_every=10)
@@ -24,3 +25,8 @@ def quiet(*_):
 def small_cfg(**kw):
     """A config that trains in a fraction of a second a step: p 23, d_model 32."""
     return Config(**{**SMALL, **kw})
+
+
+def train_alone(cfg, run_dir, *args, **kw):
+    """One run trained alone (train.train of a list of one); its metrics."""
+    return train([cfg], [run_dir], *args, **kw)[0]

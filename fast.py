@@ -6,11 +6,13 @@ The speed layer: model.py's functions computed faster, and many runs trained as 
 - Stacked: R runs of one shape as one module, their forwards vmapped (GPU).
 - check_forward(): the forward that trains against model.py's on a probe batch, at the start of
   every training run, so an edit to model.py is never silently bypassed.
-- cuda_graph(): a whole training step recorded once and replayed; tune_cpu(): CPU settings.
+- cuda_graph(), GraphedStep: a whole training step recorded once and replayed (GPU);
+  cpu_settings(), adamw_step(): the CPU settings training runs under.
 
 Everything here is a function of a parameter dict P (name -> tensor, model.py's names), so a
 single run and a stack of runs (vmapped, or run by run) share one code path.
 """
+import contextlib
 import copy
 import ctypes
 import math
@@ -267,15 +269,72 @@ def cuda_graph(step, params, opt):
     return graph
 
 
-def tune_cpu():
-    """Process-wide CPU settings that speed training up and change no value that matters:
-    after grokking, gradients and AdamW's state fall below float32's normal range, and x86
-    CPUs compute on such denormals several times slower, so flush values below 1.2e-38 to 0
-    (but in AdamW's step when its eps is 0, see train.py's update);
-    a step allocates its ~8 MB activations anew, and glibc maps blocks that large afresh and
-    unmaps them at free (hundreds to thousands of page faults a step), so keep freed memory in
-    the heap (mallopt M_MMAP_THRESHOLD = -3 and M_TRIM_THRESHOLD = -1, in bytes)."""
-    torch.set_flush_denormal(True)
+class GraphedStep:
+    """step() on a GPU, recorded as a CUDA graph (cuda_graph) at its first call and replayed
+    at that call and every later one: train.py's step between evaluations. Recorded at a
+    call, not when made, because recording needs the optimizer state, which exists only after
+    one eager step (the first evaluation's; a resumed run has it from its checkpoint). Call it
+    with no autograd graph of an earlier step still referenced: recording needs fresh grad
+    nodes."""
+
+    def __init__(self, step, params, opt):
+        self.step, self.params, self.opt = step, list(params), opt
+        self.graph = None
+
+    def __call__(self):
+        if self.graph is None:
+            self.graph = cuda_graph(self.step, self.params, self.opt)
+        self.graph.replay()
+
+
+def keep_freed_memory():
+    """A training step allocates its ~8 MB activations anew, and glibc maps blocks that large
+    afresh and unmaps them at free (hundreds to thousands of page faults a step): keep freed
+    memory in the heap instead (mallopt M_MMAP_THRESHOLD = -3 and M_TRIM_THRESHOLD = -1, in
+    bytes). Process-wide and left on: it changes where memory comes from, never a value."""
     if sys.platform == "linux":
         for option in (-3, -1):
             getattr(ctypes.CDLL(None), "mallopt", lambda *_: 0)(option, 1 << 30)
+
+
+def denormals_flushed():
+    """Whether the CPU now flushes float32 denormals to 0 (torch can set this, not read it):
+    a denormal times 1."""
+    return torch.tensor([1e-40]).mul(1.0).item() == 0
+
+
+@contextlib.contextmanager
+def flush_denormals(flush=True):
+    """Within the block, CPU results below float32's normal range (1.2e-38) are flushed to 0
+    (flush) or kept; after it, the setting the block found, so that a caller's process (a
+    test, a notebook) keeps its own."""
+    before = denormals_flushed()
+    torch.set_flush_denormal(flush)
+    try:
+        yield
+    finally:
+        torch.set_flush_denormal(before)
+
+
+@contextlib.contextmanager
+def cpu_settings():
+    """The CPU settings training runs under, set once around the loop: denormals flushed, as
+    after grokking gradients and AdamW's state fall below float32's normal range and x86 CPUs
+    compute on such values several times slower (no value that matters changes: AdamW with eps
+    0 keeps them in its step, see adamw_step); freed memory kept in the heap
+    (keep_freed_memory)."""
+    keep_freed_memory()
+    with flush_denormals(True):
+        yield
+
+
+def adamw_step(opt, keep_denormals):
+    """opt.step(), with denormals kept during it when keep_denormals (AdamW with eps 0): it
+    then divides m by sqrt(v), and where a gradient stays exactly 0 flushed moments reach 0
+    (0 / 0: no step) where kept they stop at the smallest denormal, as in torch's AdamW and on
+    a GPU. The forward and backward stay flushed (cpu_settings)."""
+    if not keep_denormals:
+        opt.step()
+        return
+    with flush_denormals(False):
+        opt.step()

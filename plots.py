@@ -18,10 +18,20 @@ def mark_grok(ax, step, thr):
 
 
 def save(fig, path):
+    """Write the figure to a temp file of this process and rename (as runfiles.save_atomic):
+    never a half-written figure, nor two writers' mixed. The temp name ends in .png, which
+    tells matplotlib the format. A failure removes the temp file."""
     fig.tight_layout()
-    fig.savefig(path + ".tmp.png", dpi=110)
-    os.replace(path + ".tmp.png", path)  # atomic, like every other output
-    plt.close(fig)
+    tmp = f"{path}.{os.getpid()}.tmp.png"
+    try:
+        fig.savefig(tmp, dpi=110)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    finally:
+        plt.close(fig)
 
 
 # ---------------------------------------------------------------- one run

@@ -22,11 +22,10 @@ import measures as M
 import runfiles
 import summary as S
 from config import Config
-from conftest import HERE
+from conftest import HERE, train_alone
 from data import make_data
 from model import build_model
 from runfiles import Stop
-from train import train
 
 P = 23
 
@@ -34,7 +33,7 @@ P = 23
 def tiny_run(root, name, **kw):
     small = dict(p=P, d_model=32, d_mlp=64, frac=0.5, steps=40, eval_every=10, ckpt_every=20)
     cfg = Config(**{**small, **kw})
-    train(cfg, str(root / name), log=lambda *a: None)
+    train_alone(cfg, str(root / name), log=lambda *a: None)
     return root / name
 
 

@@ -16,11 +16,10 @@ import torch
 
 import summary as S
 from config import Config
-from conftest import quiet, small_cfg
+from conftest import quiet, small_cfg, train_alone
 from data import make_data
 from model import build_model
 from runfiles import Stop, save_atomic
-from train import train
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "experiments"))
 import claims  # noqa: E402
@@ -162,7 +161,7 @@ def test_table_scripts_answer_help_and_a_missing_folder_without_touching_the_dis
 
 def test_metrics_table_recomputes_a_stablemax_runs_test_loss_as_softmax_cross_entropy(tmp_path):
     cfg = small_cfg(steps=20, ckpt_every=10, loss="stablemax")
-    train(cfg, str(tmp_path / "sm"), log=quiet)
+    train_alone(cfg, str(tmp_path / "sm"), log=quiet)
     steps, loss = metrics_table.softmax_test_loss(str(tmp_path / "sm"), cfg)
     (_, _, x_te, y_te), model = make_data(cfg), build_model(cfg).double()
     for s, got in zip(steps, loss):  # independent: a plain forward and torch's cross-entropy

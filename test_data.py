@@ -11,7 +11,7 @@ import torch
 
 import measures
 from config import Config
-from conftest import DEVICES, quiet, small_cfg
+from conftest import DEVICES, quiet, small_cfg, train_alone
 from data import SPLITS, Batches, all_pairs, make_data, token_frequency
 from model import build_model
 from optim import emb_lr_ratio
@@ -220,19 +220,19 @@ def test_mini_batch_runs_resume_exactly_and_batch_like_lone_runs(device, tmp_pat
     cfgs = [small_cfg(seed=s, sampling=m, emb_lr_ratio=e, **kw) for s, m, e in arms]
     dirs = [str(tmp_path / f"b{r}") for r in range(2)]
     batched = train(cfgs, dirs, device, log=quiet)
-    alone = [train(c, str(tmp_path / f"s{r}"), device, log=quiet) for r, c in enumerate(cfgs)]
+    alone = [train_alone(c, str(tmp_path / f"s{r}"), device, log=quiet) for r, c in enumerate(cfgs)]
     resumed = []
     for r, (s, m, e) in enumerate(arms):  # each sampler stops mid-epoch, then goes on
         half = str(tmp_path / f"h{r}")
-        train(small_cfg(seed=s, sampling=m, emb_lr_ratio=e, **{**kw, "steps": 17}), half, device,
-              log=quiet)
-        resumed.append(train(cfgs[r], half, device, resume=True, log=quiet))
+        train_alone(small_cfg(seed=s, sampling=m, emb_lr_ratio=e, **{**kw, "steps": 17}), half,
+                    device, log=quiet)
+        resumed.append(train_alone(cfgs[r], half, device, resume=True, log=quiet))
     for k in ("train_loss", "test_loss", "weight_norm", "update_norm"):
         for r in range(2):
             np.testing.assert_array_equal(resumed[r][k], alone[r][k], err_msg=k)
             np.testing.assert_allclose(batched[r][k], alone[r][k], rtol=1e-4, atol=1e-6)
-    full = train(small_cfg(steps=40, model="mlp", act="relu"), str(tmp_path / "f"), device,
-                 log=quiet)
+    full = train_alone(small_cfg(steps=40, model="mlp", act="relu"), str(tmp_path / "f"),
+                       device, log=quiet)
     assert full["train_loss"][-1] != alone[0]["train_loss"][-1]  # the batches took effect
 
 

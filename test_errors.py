@@ -177,11 +177,11 @@ def snapshot(root):
 
 
 def run(script, argv, capsys):
-    """(exit status, stderr) of a script's run, in this process where it has a main()."""
+    """(exit status, stdout, stderr) of a script's run, in this process where it has a main()."""
     if script not in MAINS:
         r = subprocess.run([sys.executable, script, *argv], cwd=HERE, capture_output=True,
                            text=True, errors="backslashreplace", timeout=300)
-        return r.returncode, r.stderr
+        return r.returncode, r.stdout, r.stderr
     capsys.readouterr()
     try:
         MAINS[script](argv)
@@ -190,7 +190,8 @@ def run(script, argv, capsys):
         status = e.code if isinstance(e.code, int) else 1
         if isinstance(e.code, str):
             print(e.code, file=sys.stderr)
-    return status, capsys.readouterr().err
+    out = capsys.readouterr()
+    return status, out.out, out.err
 
 
 @pytest.mark.parametrize("script,setup,argv,expected", CASES,
@@ -201,12 +202,14 @@ def test_a_bad_input_is_one_line_and_damages_nothing(script, setup, argv, expect
     shutil.copytree(finished, root)
     setup(str(root))
     before = snapshot(root)
-    status, err = run(script, [a.replace("{root}", str(root)) for a in argv], capsys)
+    status, out, err = run(script, [a.replace("{root}", str(root)) for a in argv], capsys)
     assert status != 0, err
     assert "Traceback" not in err, err
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), err
     assert expected in lines[0], err
+    if script == "train.py":  # a refused run says nothing else: no "run <folder>" first
+        assert out == "", out
     assert snapshot(root) == before
 
 

@@ -15,8 +15,9 @@ import pytest
 import torch
 
 from bench import main as bench_main
-from conftest import BATCHED, DEVICES, HERE, quiet, small_cfg
-from fast import cuda_graph, tune_cpu
+from conftest import BATCHED, DEVICES, HERE, quiet, small_cfg, train_alone
+import train as train_module
+from fast import cuda_graph, flush_denormals
 from optim import AdamW
 from train import train
 
@@ -32,7 +33,7 @@ def test_batched_runs_equal_separate_runs_and_resume(device, tmp_path):
     # the stack, round apart); a GPU vmaps it: batched products, rounded apart
     tol = dict(rtol=0, atol=0) if device == "cpu" else dict(rtol=1e-4, atol=1e-5)
     for r, cfg in enumerate(cfgs):
-        alone = train(cfg, str(tmp_path / f"s{r}"), device, log=quiet)
+        alone = train_alone(cfg, str(tmp_path / f"s{r}"), device, log=quiet)
         for k in ("train_loss", "test_loss", "train_acc", "weight_norm", "update_norm"):
             exact = k.startswith(("train", "test")) and device == "cpu"
             np.testing.assert_allclose(batched[r][k], alone[k], **(tol if exact else dict(
@@ -74,7 +75,7 @@ def test_no_host_synchronisation_in_the_step_but_at_evaluation(tmp_path):
     dict(), dict(init="nanda", ln="off", causal=True, act="relu", warmup=10),
     dict(model="mlp", emb_lr_ratio="auto")])
 def test_gpu_run_equals_cpu_run(kw, tmp_path):
-    runs = {dev: train(small_cfg(steps=40, **kw), str(tmp_path / dev), dev, log=quiet)
+    runs = {dev: train_alone(small_cfg(steps=40, **kw), str(tmp_path / dev), dev, log=quiet)
             for dev in ("cpu", "cuda")}
     for k in ("train_loss", "test_loss", "weight_norm", "update_norm"):
         np.testing.assert_allclose(runs["cuda"][k], runs["cpu"][k], rtol=1e-4, atol=1e-6, err_msg=k)
@@ -107,28 +108,28 @@ def test_bench_times_every_variant(n_layers, ln):
 
 
 # 40 MB blocks: glibc adapts its own mmap threshold only up to 32 MB, so by default every such
-# block is mapped afresh and faulted in page by page (10240 faults); once tune_cpu has run, a
+# block is mapped afresh and faulted in page by page (10240 faults); after keep_freed_memory, a
 # freed block stays in the heap, and after the heap has grown to fit the pattern (a few blocks)
 # new ones reuse it. (The training step's own faults vary from step to step and machine to
 # machine, and so does what they cost; bench.py measures the step.)
 FAULTS = """
 import resource, sys, torch
 sys.path.insert(0, {here!r})
-from fast import tune_cpu
+from fast import keep_freed_memory
 def faults(n=5):
     f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     for _ in range(n):
         torch.ones(10 << 20)
     return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0) / n
 before = faults()
-tune_cpu()
+keep_freed_memory()
 faults(20)  # the heap grows to fit
 print(before, faults())
 """
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="glibc's malloc settings")
-def test_tune_cpu_keeps_freed_memory_in_the_heap():
+def test_keep_freed_memory_keeps_freed_memory_in_the_heap():
     out = subprocess.run([sys.executable, "-c", FAULTS.format(here=HERE)], capture_output=True,
                          text=True, check=True)
     before, after = map(float, out.stdout.split())
@@ -143,7 +144,7 @@ def test_denormals_are_kept_in_adamw_with_eps_0_as_torch_does(tmp_path, monkeypa
     """One gradient, then exact zeros (a logit whose softmax has underflowed): with eps 0 the
     update is m / sqrt(v); flushed, both reach 0 (0/0, taken as no step); kept, they stop at
     the smallest denormal, as in torch's AdamW and on a GPU. So training flushes them (speed)
-    but in AdamW's step when eps is 0."""
+    but in AdamW's step when eps is 0, and leaves the process's own setting as it found it."""
     def zero_grads(steps=4000):
         p = torch.ones(3, requires_grad=True)
         opt = AdamW([p], (0.9, 0.98), 0.0)
@@ -153,21 +154,22 @@ def test_denormals_are_kept_in_adamw_with_eps_0_as_torch_does(tmp_path, monkeypa
             opt.step()
         assert torch.isfinite(p).all()
         return opt.state[p]["exp_avg_sq"]
-    step, seen = AdamW.step, []
-    monkeypatch.setattr(AdamW, "step", lambda opt: (seen.append(flushed()), step(opt)))
-    try:
-        torch.set_flush_denormal(True)
+    step, in_step = AdamW.step, []
+    monkeypatch.setattr(AdamW, "step", lambda opt: (in_step.append(flushed()), step(opt))[1])
+    loss_fn, in_loss = train_module.loss_fn, []  # the forward of every step and evaluation
+    monkeypatch.setattr(train_module, "loss_fn",
+                        lambda *a, **kw: (in_loss.append(flushed()), loss_fn(*a, **kw))[1])
+    with flush_denormals(True):  # and the setting the other tests found, after
         assert flushed() and (zero_grads() == 0).all()
         torch.set_flush_denormal(False)
         assert not flushed() and (zero_grads() > 0).all()
-        seen.clear()
-        train(small_cfg(eps=0.0, steps=3), str(tmp_path / "eps0"), log=quiet)
-        assert seen == [False] * 3 and flushed()  # kept in the step, flushed around it
-        seen.clear()
-        train(small_cfg(steps=3), str(tmp_path / "eps"), log=quiet)
-        assert seen == [True] * 3
-    finally:
-        tune_cpu()  # as the other tests found it
+        for eps, kept in ((0.0, True), (1e-8, False)):
+            in_step.clear()
+            in_loss.clear()
+            train_alone(small_cfg(eps=eps, steps=3), str(tmp_path / f"eps{eps}"), log=quiet)
+            assert in_step == [not kept] * 3, eps  # kept in AdamW's step with eps 0 alone
+            assert len(in_loss) >= 3 and all(in_loss), eps  # flushed in the forward
+            assert not flushed()  # the caller's setting, back after training
 
 
 @pytest.mark.skipif("cuda" not in DEVICES, reason="CUDA graphs need a GPU; CI has none")

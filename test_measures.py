@@ -18,7 +18,6 @@ import measures as M
 from config import Config
 from data import make_data
 from model import build_model
-from train import train
 
 P = 23
 

@@ -11,11 +11,10 @@ import pytest
 import torch
 
 from config import Config
-from conftest import SMALL, quiet, small_cfg
+from conftest import SMALL, quiet, small_cfg, train_alone
 from fast import Stacked, build_runs, check_forward, forward_fn, unused
 from model import LN_PLACEMENTS, build_model
 from runfiles import Stop
-from train import train
 
 
 def tokens(p, n=200, seed=0):
@@ -276,7 +275,7 @@ def test_no_ln_modules_when_off_and_both_when_on():
 @pytest.mark.parametrize("kw", [dict(norm="rmsnorm", ln="post"), dict(n_layers=2, ln="pre"),
                                 dict(n_layers=3, causal=True)])
 def test_rmsnorm_and_deep_models_train(kw, tmp_path):
-    m = train(small_cfg(steps=30, lr=3e-3, **kw), str(tmp_path / "r"), log=quiet)
+    m = train_alone(small_cfg(steps=30, lr=3e-3, **kw), str(tmp_path / "r"), log=quiet)
     assert m["train_loss"][-1] < 0.8 * m["train_loss"][0]
 
 

@@ -14,7 +14,7 @@ import torch
 
 import optim
 from config import Config
-from conftest import DEVICES, quiet, small_cfg
+from conftest import DEVICES, quiet, small_cfg, train_alone
 from data import make_data
 from model import build_model
 from optim import AdamW, make_optimizer, orthogonal, per_run, per_run_flat
@@ -149,11 +149,11 @@ def test_bad_intervention_options(argv, msg, tmp_path):
 @pytest.mark.parametrize("device", DEVICES)  # on a GPU: inside a recorded CUDA graph
 def test_every_option_resumes_exactly_and_batches_like_lone_runs(kw, device, tmp_path):
     cfgs = [small_cfg(steps=30, seed=s, **kw) for s in (0, 1)]
-    alone = [train(c, str(tmp_path / f"a{r}"), device, log=quiet) for r, c in enumerate(cfgs)]
-    plain = train(small_cfg(steps=30), str(tmp_path / "plain"), device, log=quiet)
+    alone = [train_alone(c, str(tmp_path / f"a{r}"), device, log=quiet) for r, c in enumerate(cfgs)]
+    plain = train_alone(small_cfg(steps=30), str(tmp_path / "plain"), device, log=quiet)
     assert not np.allclose(plain["train_loss"][1:], alone[0]["train_loss"][1:])  # it acts
-    train(small_cfg(steps=15, **kw), str(tmp_path / "r"), device, log=quiet)
-    resumed = train(cfgs[0], str(tmp_path / "r"), device, resume=True, log=quiet)
+    train_alone(small_cfg(steps=15, **kw), str(tmp_path / "r"), device, log=quiet)
+    resumed = train_alone(cfgs[0], str(tmp_path / "r"), device, resume=True, log=quiet)
     batched = train(cfgs, [str(tmp_path / f"b{r}") for r in range(2)], device, log=quiet)
     # Muon orthogonalises in bfloat16: a float32 rounding difference between stacked and lone
     # gradients can flip a bfloat16 rounding (8-bit mantissa)
@@ -166,7 +166,7 @@ def test_every_option_resumes_exactly_and_batches_like_lone_runs(kw, device, tmp
 
 def test_l1_penalty_joins_the_gradient_and_kaiming_init(tmp_path):
     cfg = small_cfg(steps=1, l1=0.01, wd=0.0)
-    train(cfg, str(tmp_path / "l1"), log=quiet)
+    train_alone(cfg, str(tmp_path / "l1"), log=quiet)
     got = torch.load(tmp_path / "l1" / "ckpt" / "step_000001.pt", weights_only=True)["model"]
     model = build_model(cfg)  # by hand: CE + l1 * sum |theta|, one torch AdamW step
     x, y = make_data(cfg)[:2]
@@ -184,11 +184,11 @@ def test_l1_penalty_joins_the_gradient_and_kaiming_init(tmp_path):
 @pytest.mark.parametrize("device", DEVICES)  # a GPU: the warm-up of its graph draws no mask
 def test_dropout_trains_resumes_exactly_and_is_off_at_evaluation(device, tmp_path):
     cfg = small_cfg(steps=30, dropout=0.2)
-    a = train(cfg, str(tmp_path / "a"), device, log=quiet)
-    b = train(cfg, str(tmp_path / "b"), device, log=quiet)
-    plain = train(small_cfg(steps=30), str(tmp_path / "p"), device, log=quiet)  # no dropout
-    train(small_cfg(steps=15, dropout=0.2), str(tmp_path / "r"), device, log=quiet)
-    resumed = train(cfg, str(tmp_path / "r"), device, resume=True, log=quiet)
+    a = train_alone(cfg, str(tmp_path / "a"), device, log=quiet)
+    b = train_alone(cfg, str(tmp_path / "b"), device, log=quiet)
+    plain = train_alone(small_cfg(steps=30), str(tmp_path / "p"), device, log=quiet)  # no dropout
+    train_alone(small_cfg(steps=15, dropout=0.2), str(tmp_path / "r"), device, log=quiet)
+    resumed = train_alone(cfg, str(tmp_path / "r"), device, resume=True, log=quiet)
     for k in ("train_loss", "test_loss", "update_norm"):
         np.testing.assert_array_equal(a[k], b[k])  # same seed, same masks
         np.testing.assert_array_equal(resumed[k], a[k])  # the random state is in resume.pt
@@ -217,7 +217,7 @@ def test_dropout_drops_mlp_neurons_and_scales_the_rest():
 
 def test_eps_0_leaves_a_parameter_one_run_of_a_stack_never_reads_as_a_lone_run_does(tmp_path):
     cfgs = [small_cfg(steps=10, eps=0.0, ln=ln) for ln in ("attn-pre", "mlp-pre")]  # ln2 / ln1
-    alone = [train(c, str(tmp_path / c.ln), log=quiet) for c in cfgs]
+    alone = [train_alone(c, str(tmp_path / c.ln), log=quiet) for c in cfgs]
     batched = train(cfgs, [str(tmp_path / f"b{r}") for r in range(2)], log=quiet)
     for a, b in zip(alone, batched):  # not 0/0 = NaN where the moments stay exactly 0
         assert np.isfinite(b["weight_norm"]).all()
@@ -248,10 +248,10 @@ def test_a_per_run_scalar_state_resumes_bit_for_bit_batched_alone_and_across(tmp
                                                                              monkeypatch):
     cfgs = [small_cfg(steps=30, seed=s) for s in (0, 1)]
     halves = [small_cfg(steps=15, seed=s) for s in (0, 1)]
-    plain = train(cfgs[0], str(tmp_path / "plain"), log=quiet)
+    plain = train_alone(cfgs[0], str(tmp_path / "plain"), log=quiet)
     monkeypatch.setattr(optim, "AdamW", Clipped)
     runs = lambda name: [str(tmp_path / f"{name}{r}") for r in (0, 1)]
-    alone = [train(c, d, log=quiet) for c, d in zip(cfgs, runs("alone"))]
+    alone = [train_alone(c, d, log=quiet) for c, d in zip(cfgs, runs("alone"))]
     assert not np.array_equal(plain["train_loss"], alone[0]["train_loss"])  # it clips
     ck = torch.load(tmp_path / "alone0" / "resume.pt", weights_only=True)
     assert {st["norm_ema"].shape for st in ck["optim"]["state"].values()} == {()}
@@ -259,9 +259,9 @@ def test_a_per_run_scalar_state_resumes_bit_for_bit_batched_alone_and_across(tmp
     train(halves, runs("b_b"), log=quiet)  # batched, then batched --resume
     b_b = train(cfgs, runs("b_b"), resume=True, log=quiet)
     train(halves, runs("b_l"), log=quiet)  # batched, then each alone
-    b_l = [train(c, d, resume=True, log=quiet) for c, d in zip(cfgs, runs("b_l"))]
+    b_l = [train_alone(c, d, resume=True, log=quiet) for c, d in zip(cfgs, runs("b_l"))]
     for c, d in zip(halves, runs("l_b")):  # alone, then batched
-        train(c, d, log=quiet)
+        train_alone(c, d, log=quiet)
     l_b = train(cfgs, runs("l_b"), resume=True, log=quiet)
     for r in (0, 1):
         # a CPU runs a stack run by run: the losses and the weights of a batched run are those
@@ -285,7 +285,7 @@ class Shared(AdamW):
 
 def test_a_state_without_the_run_axis_is_refused_in_one_line(tmp_path, monkeypatch):
     monkeypatch.setattr(optim, "AdamW", Shared)
-    train(small_cfg(steps=2), str(tmp_path / "alone"), log=quiet)  # alone, () is per run
+    train_alone(small_cfg(steps=2), str(tmp_path / "alone"), log=quiet)  # alone, () is per run
     with pytest.raises(SystemExit) as e:
         main(["--p", "23", "--d-model", "32", "--d-mlp", "64", "--steps", "2", "--seed", "0",
               "1", "--out", str(tmp_path)])
@@ -297,9 +297,9 @@ def test_a_schedule_over_the_run_keeps_its_length_when_resume_extends_steps(tmp_
                                                                             monkeypatch):
     decay = lambda cfg, step: (cfg.lr * max(0.0, 1 - step / optim.schedule_length(cfg)), cfg.wd)
     monkeypatch.setattr(optim, "schedule", decay)  # a forker's linear decay to 0
-    train(small_cfg(steps=20), str(tmp_path / "r"), log=quiet)
-    resumed = train(small_cfg(steps=30), str(tmp_path / "r"), resume=True, log=quiet)
-    whole = train(small_cfg(steps=30, schedule_steps=20), str(tmp_path / "w"), log=quiet)
+    train_alone(small_cfg(steps=20), str(tmp_path / "r"), log=quiet)
+    resumed = train_alone(small_cfg(steps=30), str(tmp_path / "r"), resume=True, log=quiet)
+    whole = train_alone(small_cfg(steps=30, schedule_steps=20), str(tmp_path / "w"), log=quiet)
     assert resumed["lr"][2] == pytest.approx(1e-3 * 0.5)  # step 10 of 20, not of 30
     assert resumed["lr"][4:] == [0.0, 0.0, 0.0]  # steps 20, 25, 30: the decay has ended
     for k in ("lr", "train_loss", "test_loss", "weight_norm"):

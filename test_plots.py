@@ -3,6 +3,7 @@ import os
 
 import matplotlib.pyplot as plt
 import numpy as np
+import pytest
 
 import plots
 
@@ -61,3 +62,30 @@ def test_band_averages_the_seeds_at_one_step_though_they_log_at_others():
     plots.band(ax, [every_10, every_5], "v", "seeds", ("k", "-"), source=0)
     np.testing.assert_allclose(ax.lines[0].get_ydata(), ax.lines[0].get_xdata())  # v = step
     plt.close(fig)
+
+
+def test_save_writes_through_a_temp_file_of_its_own_and_removes_it_on_failure(tmp_path,
+                                                                             monkeypatch):
+    path = str(tmp_path / "loss.png")
+    other = path + ".222.tmp.png"  # another writer's, half written
+    open(other, "wb").write(b"half")
+    monkeypatch.setattr(os, "getpid", lambda: 111)
+    written = []
+    savefig = plt.Figure.savefig
+    monkeypatch.setattr(plt.Figure, "savefig",
+                        lambda fig, name, **kw: (written.append(name), savefig(fig, name, **kw)))
+    fig, _ = plt.subplots()
+    plots.save(fig, path)
+    assert written == [path + ".111.tmp.png"]
+    assert open(path, "rb").read(8) == b"\x89PNG\r\n\x1a\n"  # a PNG, whole
+    assert sorted(os.listdir(tmp_path)) == ["loss.png", "loss.png.222.tmp.png"]
+
+    def fail(fig, name, **kw):  # a full disk part way through the write
+        open(name, "wb").write(b"\x89PNG")
+        raise OSError(28, "No space left on device")
+    monkeypatch.setattr(plt.Figure, "savefig", fail)
+    fig, _ = plt.subplots()
+    with pytest.raises(OSError):
+        plots.save(fig, str(tmp_path / "acc.png"))
+    assert sorted(os.listdir(tmp_path)) == ["loss.png", "loss.png.222.tmp.png"]
+    assert open(other, "rb").read() == b"half" and not plt.fignum_exists(fig.number)

@@ -20,7 +20,7 @@ import optim
 import runfiles
 import train as train_module
 from config import Config
-from conftest import BATCHED, HERE, quiet, small_cfg
+from conftest import BATCHED, HERE, quiet, small_cfg, train_alone
 from data import make_data
 from model import LN_PLACEMENTS, build_model
 from optim import AdamW
@@ -108,7 +108,7 @@ def test_resume_may_extend_steps_under_the_default_name(tmp_path):
 
 def test_checkpoint_round_trip(tmp_path):
     cfg = small_cfg(steps=10)
-    train(cfg, str(tmp_path / "r"), log=quiet)
+    train_alone(cfg, str(tmp_path / "r"), log=quiet)
     ck = torch.load(tmp_path / "r" / "ckpt" / "step_000010.pt", weights_only=True)
     assert set(ck) == {"step", "config", "model"} and ck["step"] == 10
     model = build_model(Config.from_dict(ck["config"]))
@@ -122,10 +122,10 @@ def test_checkpoint_round_trip(tmp_path):
 
 
 def test_resume_continues_to_the_same_metrics_and_runs_are_deterministic(tmp_path):
-    full = train(small_cfg(steps=40), str(tmp_path / "a"), log=quiet)
-    again = train(small_cfg(steps=40), str(tmp_path / "b"), log=quiet)
-    train(small_cfg(steps=20), str(tmp_path / "c"), log=quiet)
-    resumed = train(small_cfg(steps=40), str(tmp_path / "c"), resume=True, log=quiet)
+    full = train_alone(small_cfg(steps=40), str(tmp_path / "a"), log=quiet)
+    again = train_alone(small_cfg(steps=40), str(tmp_path / "b"), log=quiet)
+    train_alone(small_cfg(steps=20), str(tmp_path / "c"), log=quiet)
+    resumed = train_alone(small_cfg(steps=40), str(tmp_path / "c"), resume=True, log=quiet)
     for k in full:
         np.testing.assert_array_equal(np.array(full[k]), np.array(again[k]))
         np.testing.assert_array_equal(np.array(full[k]), np.array(resumed[k]), err_msg=k)
@@ -292,14 +292,14 @@ def test_a_full_disk_is_one_line_leaves_no_temp_file_and_resume_goes_on(writer, 
 
 
 def test_a_resume_to_nan_weights_keeps_every_metrics_row(tmp_path):
-    train(small_cfg(steps=10), str(tmp_path / "r"), log=quiet)
+    train_alone(small_cfg(steps=10), str(tmp_path / "r"), log=quiet)
     path = tmp_path / "r" / "resume.pt"
     ck = torch.load(path, weights_only=True)
     ck["model"] = {k: torch.full_like(v, float("nan")) for k, v in ck["model"].items()}
     torch.save(ck, path)
     before = np.load(tmp_path / "r" / "metrics.npz")
     with pytest.raises(Stop, match="train loss is nan at step 10"):
-        train(small_cfg(steps=20), str(tmp_path / "r"), resume=True, log=quiet)
+        train_alone(small_cfg(steps=20), str(tmp_path / "r"), resume=True, log=quiet)
     after = np.load(tmp_path / "r" / "metrics.npz")
     assert list(after["step"]) == [0, 5, 10]
     for k in before.files:
@@ -308,8 +308,8 @@ def test_a_resume_to_nan_weights_keeps_every_metrics_row(tmp_path):
 
 def test_nan_stops_and_keeps_the_last_good_checkpoint(tmp_path):
     with pytest.raises(Stop, match="train loss is (nan|inf) at step [1-9].*last good checkpoint"):
-        train(small_cfg(steps=200, lr=1e30, eps=1e-30, eval_every=1), str(tmp_path / "r"),
-              log=quiet)
+        train_alone(small_cfg(steps=200, lr=1e30, eps=1e-30, eval_every=1), str(tmp_path / "r"),
+                    log=quiet)
     ck = load_checkpoint(str(tmp_path / "r" / "resume.pt"))
     assert all(torch.isfinite(v).all() for v in ck["model"].values())
 
@@ -317,31 +317,31 @@ def test_nan_stops_and_keeps_the_last_good_checkpoint(tmp_path):
 def test_resume_is_exact_after_ctrl_c_between_evaluations_or_a_crash_in_save(tmp_path,
                                                                             monkeypatch):
     cfg = lambda: small_cfg(steps=30, emb_lr_ratio="auto")  # the ratio follows the weights
-    full = train(cfg(), str(tmp_path / "full"), log=quiet)
+    full = train_alone(cfg(), str(tmp_path / "full"), log=quiet)
     hyper, save_metrics = train_module.set_hyper, train_module.save_metrics
     monkeypatch.setattr(train_module, "set_hyper", lambda opt, n, c, step, *a: (
         step == 12 and os.kill(os.getpid(), signal.SIGINT), hyper(opt, n, c, step, *a))[1])
     with pytest.raises(Interrupted, match="SIGINT at step 13"):  # Ctrl-C at step 12
-        train(cfg(), str(tmp_path / "c"), log=quiet)
+        train_alone(cfg(), str(tmp_path / "c"), log=quiet)
     calls = []  # a crash (a kill) in the second save, the step-10 one
     monkeypatch.setattr(train_module, "save_metrics", lambda *a: (
         calls.append(1), len(calls) == 2 and 1 / 0, save_metrics(*a)))
     monkeypatch.setattr(train_module, "set_hyper", hyper)
     with pytest.raises(ZeroDivisionError):
-        train(cfg(), str(tmp_path / "k"), log=quiet)
+        train_alone(cfg(), str(tmp_path / "k"), log=quiet)
     monkeypatch.setattr(train_module, "save_metrics", save_metrics)
     for run in ("c", "k"):
-        resumed = train(cfg(), str(tmp_path / run), resume=True, log=quiet)
+        resumed = train_alone(cfg(), str(tmp_path / run), resume=True, log=quiet)
         for k in train_module.KEYS:
             np.testing.assert_array_equal(resumed[k], full[k], err_msg=f"{run}: {k}")
 
 
 def test_stop_after_grok_holds_after_a_resume(tmp_path, monkeypatch):
     monkeypatch.setattr(train_module, "first_below", lambda steps, v: 0 if steps else None)
-    full = train(small_cfg(steps=60), str(tmp_path / "full"), stop_after_grok=13, log=quiet)
-    train(small_cfg(steps=12), str(tmp_path / "r"), log=quiet)
-    resumed = train(small_cfg(steps=60), str(tmp_path / "r"), resume=True, stop_after_grok=13,
-                    log=quiet)
+    full = train_alone(small_cfg(steps=60), str(tmp_path / "full"), stop_after_grok=13, log=quiet)
+    train_alone(small_cfg(steps=12), str(tmp_path / "r"), log=quiet)
+    resumed = train_alone(small_cfg(steps=60), str(tmp_path / "r"), resume=True,
+                          stop_after_grok=13, log=quiet)
     assert full["step"] == resumed["step"] == [0, 5, 10, 13]
     np.testing.assert_array_equal(resumed["test_loss"], full["test_loss"])
 
@@ -350,20 +350,20 @@ def test_stop_after_grok_holds_after_a_resume(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("ln", list(LN_PLACEMENTS))
 def test_every_ln_placement_trains(ln, tmp_path):
-    m = train(small_cfg(steps=100, lr=3e-3, ln=ln), str(tmp_path / "r"), log=quiet)
+    m = train_alone(small_cfg(steps=100, lr=3e-3, ln=ln), str(tmp_path / "r"), log=quiet)
     assert m["train_loss"][-1] < 0.8 * m["train_loss"][0]
 
 
 @pytest.mark.parametrize("kw", [dict(model="mlp"), dict(model="mlp", embed="onehot"),
                                 dict(init="nanda", ln="off", causal=True, act="relu", warmup=10)])
 def test_other_families_train(kw, tmp_path):
-    m = train(small_cfg(steps=100, lr=3e-3, **kw), str(tmp_path / "r"), log=quiet)
+    m = train_alone(small_cfg(steps=100, lr=3e-3, **kw), str(tmp_path / "r"), log=quiet)
     assert m["train_loss"][-1] < 0.8 * m["train_loss"][0]
 
 
 def test_a_default_run_of_10000_steps_writes_under_100_mb(tmp_path):
     # its 101 checkpoints (--ckpt-every 100) and resume.pt, measured on the files one step writes
-    train(Config(steps=1, eval_every=1, ckpt_every=1), str(tmp_path / "r"), log=quiet)
+    train_alone(Config(steps=1, eval_every=1, ckpt_every=1), str(tmp_path / "r"), log=quiet)
     ckpt = os.path.getsize(tmp_path / "r" / "ckpt" / "step_000001.pt")
     resume = os.path.getsize(tmp_path / "r" / "resume.pt")
     assert 101 * ckpt + resume < 100e6
@@ -375,7 +375,7 @@ def test_a_small_config_really_groks(tmp_path):
     # does at ~740); the seed is fixed, and runs are deterministic on one machine.
     cfg = Config(p=31, frac=0.5, d_model=64, d_mlp=256, ln="mlp-pre", seed=2, steps=3000,
                  eval_every=10, ckpt_every=1000)
-    m = train(cfg, str(tmp_path / "g"), stop_after_grok=0, log=quiet)
+    m = train_alone(cfg, str(tmp_path / "g"), stop_after_grok=0, log=quiet)
     s, tr, te = np.array(m["step"]), np.array(m["train_loss"]), np.array(m["test_loss"])
     t_train, t_test = s[np.argmax(tr <= 0.01)], s[np.argmax(te <= 0.01)]
     assert (tr <= 0.01).any() and (te <= 0.01).any()
@@ -402,6 +402,8 @@ def test_batched_runs_are_every_combination_and_share_shape(tmp_path):
               log=quiet)
     with pytest.raises(SystemExit, match="--name names one run"):
         main(["--seed", "0", "1", "--name", "x", "--out", str(tmp_path)])
+    with pytest.raises(ValueError, match=r"a run folder per config, not \d+ for 1"):
+        train([small_cfg()], str(tmp_path / "a"), log=quiet)  # a str: a list of its letters
 
 
 @pytest.mark.parametrize("script", sorted(f for f in os.listdir(os.path.join(HERE, "experiments"))
@@ -453,15 +455,15 @@ class Filtered(AdamW):
 
 
 def test_a_gradient_filter_with_state_resumes_and_batches_like_lone_runs(tmp_path, monkeypatch):
-    plain = train(small_cfg(steps=30), str(tmp_path / "plain"), log=quiet)
+    plain = train_alone(small_cfg(steps=30), str(tmp_path / "plain"), log=quiet)
     monkeypatch.setattr(optim, "AdamW", Filtered)
     cfgs = [small_cfg(steps=30, **kw) for kw in BATCHED[:2]]
-    alone = [train(c, str(tmp_path / f"a{r}"), log=quiet) for r, c in enumerate(cfgs)]
+    alone = [train_alone(c, str(tmp_path / f"a{r}"), log=quiet) for r, c in enumerate(cfgs)]
     assert not np.allclose(plain["train_loss"][1:], alone[0]["train_loss"][1:])  # it filters
     ck = torch.load(tmp_path / "a0" / "resume.pt", weights_only=True)
     assert all("grad_ema" in st for st in ck["optim"]["state"].values())
-    train(small_cfg(steps=15), str(tmp_path / "r"), log=quiet)
-    resumed = train(small_cfg(steps=30), str(tmp_path / "r"), resume=True, log=quiet)
+    train_alone(small_cfg(steps=15), str(tmp_path / "r"), log=quiet)
+    resumed = train_alone(small_cfg(steps=30), str(tmp_path / "r"), resume=True, log=quiet)
     batched = train(cfgs, [str(tmp_path / f"b{r}") for r in range(2)], log=quiet)
     for k in ("train_loss", "test_loss", "weight_norm", "update_norm"):
         np.testing.assert_array_equal(resumed[k], alone[0][k], err_msg=k)
@@ -472,9 +474,9 @@ def test_a_gradient_filter_with_state_resumes_and_batches_like_lone_runs(tmp_pat
 def test_a_schedule_takes_effect(tmp_path, monkeypatch):
     halve = lambda cfg, step: (cfg.lr * 0.5 ** (step // 10), cfg.wd)  # a forker's step decay
     monkeypatch.setattr(optim, "schedule", halve)
-    m = train(small_cfg(steps=30), str(tmp_path / "r"), log=quiet)
+    m = train_alone(small_cfg(steps=30), str(tmp_path / "r"), log=quiet)
     assert [m["lr"][i] for i in (0, 2, 4)] == [1e-3, 5e-4, 2.5e-4]
     monkeypatch.undo()
-    plain = train(small_cfg(steps=30), str(tmp_path / "p"), log=quiet)
+    plain = train_alone(small_cfg(steps=30), str(tmp_path / "p"), log=quiet)
     assert plain["update_norm"][0] == m["update_norm"][0]  # same first step, lr 1e-3 both
     assert plain["update_norm"][4] > 3 * m["update_norm"][4]  # a quarter of the lr later

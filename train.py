@@ -11,13 +11,14 @@ Full-batch training on modular arithmetic, writing checkpoints and a .npz of met
 Writes runs/<name>/{config.json, metrics.npz, resume.pt, ckpt/step_XXXXXX.pt}.
 """
 import argparse
+import functools
 import itertools
 import os
 import shlex
 import signal
 import sys
 import time
-from dataclasses import fields, replace
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 import torch
@@ -25,17 +26,21 @@ import torch.nn.functional as F
 
 from config import PRESETS, Config, flag
 from data import Batches, make_data, token_frequency
-from fast import build_runs, cuda_graph, load_runs, named_params, run_states, tune_cpu
+from fast import (GraphedStep, adamw_step, build_runs, cpu_settings, load_runs, named_params,
+                  run_states)
 from model import build_model
 from optim import emb_lr_ratio, make_optimizer, set_hyper
 from runfiles import (GROK, KEYS, ArgumentParser, Stop, check_name, first_below, load_checkpoint,
                       load_metrics, lock_run, printable, run_files, save_atomic, save_metrics,
                       unlock_run)
 
-MULTI = ("ln", "seed", "lr", "wd", "alpha")  # several values: every combination a run, batched
-# what runs trained together (one process, one Stacked model) may differ in
-STACKABLE = ("ln", "seed", "data_seed", "op", "split", "hole", "lr", "wd", "fix_wd", "alpha",
-             "alpha_lr", "emb_lr_ratio", "sampling")
+# the options that take several values on the command line: every combination is a run, and
+# the runs are trained together
+SWEPT_OPTIONS = ("ln", "seed", "lr", "wd", "alpha")
+# the options in which runs trained together (one process, one Stacked model) may differ: the
+# swept ones, and more that a caller of train() may vary
+PER_RUN_OPTIONS = ("ln", "seed", "data_seed", "op", "split", "hole", "lr", "wd", "fix_wd",
+                   "alpha", "alpha_lr", "emb_lr_ratio", "sampling")
 
 
 def loss_fn(logits, y, dtype="float64", kind="ce"):
@@ -71,17 +76,19 @@ def parse_args(argv=None):
     ap.add_argument("--preset", default="singh", choices=list(PRESETS),
                     help="defaults to start from (default singh)")
     for f in fields(Config):
-        d = f.default
-        help = f"{f.metadata['help']} (default {d})" + \
-            ("; several: batched runs" if f.name in MULTI else "")
-        kw = dict(default=None, help=help.replace("%", "%%"))
-        if isinstance(d, bool):
+        default = f.default
+        text = f"{f.metadata['help']} (default {default})"
+        if f.name in SWEPT_OPTIONS:
+            text += "; several: batched runs"
+        kw = dict(default=None, help=text.replace("%", "%%"))
+        if isinstance(default, bool):
             ap.add_argument("--" + flag(f.name), action=argparse.BooleanOptionalAction, **kw)
-        elif isinstance(d, tuple):
+        elif isinstance(default, tuple):
             ap.add_argument("--" + flag(f.name), type=float, nargs=2, **kw)
         else:
-            ap.add_argument("--" + flag(f.name), type=int if d is None else type(d),
-                            nargs="+" if f.name in MULTI + ("data_seed",) else None, **kw)
+            several = f.name in SWEPT_OPTIONS or f.name == "data_seed"
+            ap.add_argument("--" + flag(f.name), type=int if default is None else type(default),
+                            nargs="+" if several else None, **kw)
     ap.add_argument("--device", default="auto", help="auto (cuda if there is one) | cpu | cuda")
     ap.add_argument("--out", default="runs", help="folder of runs")
     ap.add_argument("--name", help="run name (default: built from the options given)")
@@ -95,24 +102,27 @@ def parse_args(argv=None):
     args = ap.parse_args(argv)
     given = {f.name: getattr(args, f.name) for f in fields(Config)
              if getattr(args, f.name) is not None}
-    multi = {k: given[k] for k in MULTI if k in given}
-    for k, v in multi.items():
-        if len(set(v)) < len(v):
+    swept = {k: given[k] for k in SWEPT_OPTIONS if k in given}
+    for k, values in swept.items():
+        if len(set(values)) < len(values):
             raise Stop(f"--{flag(k)}: a value is given twice")
     # several data seeds: one per --seed, paired in order (a split drawn apart from the init)
     seeds, data_seeds = given.get("seed", [None]), given.get("data_seed", [None])
     if len(data_seeds) not in (1, len(seeds)):
         raise Stop(f"--data-seed: give one, or one per --seed ({len(seeds)})")
     base = {**PRESETS[args.preset], **given, "data_seed": None}
-    cfgs = [Config.from_dict({**base, **dict(zip(multi, vals))})
-            for vals in itertools.product(*multi.values())]
-    for c in cfgs:
-        c.data_seed = data_seeds[seeds.index(c.seed) if len(data_seeds) > 1 else 0]
+    cfgs = [Config.from_dict({**base, **dict(zip(swept, values))})
+            for values in itertools.product(*swept.values())]
+    for cfg in cfgs:
+        if len(data_seeds) > 1:
+            cfg.data_seed = data_seeds[seeds.index(cfg.seed)]
+        else:
+            cfg.data_seed = data_seeds[0]
     try:
         args.out.encode("utf-8")
     except UnicodeEncodeError:
         raise Stop(f"--out {printable(args.out)} is not UTF-8") from None
-    names = [args.name or run_name(c, args.preset, given) for c in cfgs]
+    names = [args.name or run_name(cfg, args.preset, given) for cfg in cfgs]
     for n in names:
         check_name(n, "--name" if args.name else "the run name (set one with --name)")
     return cfgs, [os.path.join(args.out, n) for n in names], args
@@ -124,27 +134,31 @@ def run_name(cfg, preset, given):
     parts = [] if preset == "singh" else [preset]
     parts.append(f"ln-{cfg.ln}" if cfg.model == "transformer" else f"mlp-{cfg.embed}")
     for k in given:
-        if k not in ("ln", "embed", "seed", "model", "steps"):
-            v = getattr(cfg, k)
-            parts.append(f"{flag(k)}-{'-'.join(map(str, v)) if isinstance(v, tuple) else v}")
+        if k in ("ln", "embed", "seed", "model", "steps"):
+            continue
+        value = getattr(cfg, k)
+        if isinstance(value, tuple):  # --betas 0.9 0.98: betas-0.9-0.98
+            value = "-".join(map(str, value))
+        parts.append(f"{flag(k)}-{value}")
     return "_".join(parts + [f"s{cfg.seed}"])
 
 
 def check_options(cfgs, run_dirs, device, resume):
     """Every option, checked in one place before anything is written: raise Stop naming the
     first bad one. Returns the device to train on."""
-    for c in cfgs:
-        c.check()
-        other = [f.name for f in fields(Config)
-                 if f.name not in STACKABLE and getattr(c, f.name) != getattr(cfgs[0], f.name)]
+    for cfg in cfgs:
+        cfg.check()
+        other = [f.name for f in fields(Config) if f.name not in PER_RUN_OPTIONS
+                 and getattr(cfg, f.name) != getattr(cfgs[0], f.name)]
         if other:
-            raise Stop(f"runs trained together may differ only in {', '.join(STACKABLE)}, "
+            raise Stop(f"runs trained together may differ only in {', '.join(PER_RUN_OPTIONS)}, "
                        f"not {', '.join(other)}")
-    if len(cfgs) > 1 and "off" in {c.ln for c in cfgs} and len({c.ln for c in cfgs}) > 1:
+    placements = {cfg.ln for cfg in cfgs}
+    if "off" in placements and len(placements) > 1:
         raise Stop("runs trained together need the same parameters: train --ln off "
                    "(no LayerNorm) on its own")
     try:
-        sizes = {(len(d[0]), len(d[2])) for d in map(make_data, cfgs)}
+        sizes = {(len(x_train), len(x_test)) for x_train, _, x_test, _ in map(make_data, cfgs)}
     except (MemoryError, RuntimeError) as e:
         raise too_big(e, "the task (--p squared pairs)", "a smaller --p")
     if any(0 in s for s in sizes):
@@ -152,14 +166,14 @@ def check_options(cfgs, run_dirs, device, resume):
     if len(sizes) > 1:
         raise Stop("runs trained together need train and test sets of one size")
     n_train = sizes.pop()[0]
-    if (cfgs[0].batch_size or 0) > n_train:
+    if cfgs[0].batch_size is not None and cfgs[0].batch_size > n_train:
         raise Stop(f"--batch-size {cfgs[0].batch_size} is larger than the training set "
                    f"({n_train} pairs)")
     if len(set(run_dirs)) < len(run_dirs):
         raise Stop("--name names one run; several runs get names of their own")
-    for d in run_dirs:
-        if not resume and run_files(d):
-            raise Stop(holds_a_run(d))
+    for run_dir in run_dirs:
+        if not resume and run_files(run_dir):
+            raise Stop(holds_a_run(run_dir))
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device == "mps":  # Apple's GPUs have no float64, which the loss and optimizer use
@@ -189,18 +203,20 @@ def claim_folders(run_dirs, resume):
     begun one there since check_options. Returns the locks, for release_folders."""
     locks = []
     try:
-        for d in run_dirs:
-            if resume and not os.path.exists(os.path.join(d, "resume.pt")):
-                raise Stop(f"missing checkpoint {d}/resume.pt" + (
-                    f": the run stopped before its first save; remove {d} and start again"
-                    if os.path.isdir(d) else ""))
+        for run_dir in run_dirs:
+            if resume and not os.path.exists(os.path.join(run_dir, "resume.pt")):
+                why = f"missing checkpoint {run_dir}/resume.pt"
+                if os.path.isdir(run_dir):
+                    why += (f": the run stopped before its first save; remove {run_dir} and "
+                            "start again")
+                raise Stop(why)
             try:
-                os.makedirs(d, exist_ok=True)
+                os.makedirs(run_dir, exist_ok=True)
             except OSError as e:
-                raise Stop(f"cannot create {printable(d)}: {e.strerror}") from None
-            locks.append((d, lock_run(d)))
-            if not resume and run_files(d):
-                raise Stop(holds_a_run(d))
+                raise Stop(f"cannot create {printable(run_dir)}: {e.strerror}") from None
+            locks.append((run_dir, lock_run(run_dir)))
+            if not resume and run_files(run_dir):
+                raise Stop(holds_a_run(run_dir))
     except BaseException:
         release_folders(locks)
         raise
@@ -208,29 +224,31 @@ def claim_folders(run_dirs, resume):
 
 
 def release_folders(locks):
-    for d, fd in locks:
-        unlock_run(d, fd)
+    for run_dir, fd in locks:
+        unlock_run(run_dir, fd)
 
 
-def resume_runs(cfgs, run_dirs, model, opt, log):
-    """Load the runs' resume.pt into model and optimizer; their metrics before that step."""
-    cks = [load_checkpoint(os.path.join(d, "resume.pt")) for d in run_dirs]
-    for i, (c, d, ck) in enumerate(zip(cfgs, run_dirs, cks)):
+def resume_runs(cfgs, run_dirs, model, opt):
+    """Load the runs' resume.pt into model and optimizer. Returns each run's metrics before
+    that step, and the step."""
+    cks = [load_checkpoint(os.path.join(run_dir, "resume.pt")) for run_dir in run_dirs]
+    for i, (cfg, run_dir, ck) in enumerate(zip(cfgs, run_dirs, cks)):
         if not isinstance(ck.get("optim"), dict):
-            raise Stop(f"--resume: {d}/resume.pt has no optimizer state (a ckpt/ file copied "
-                       "over it?): start again")
+            raise Stop(f"--resume: {run_dir}/resume.pt has no optimizer state (a ckpt/ file "
+                       "copied over it?): start again")
         try:
             old = Config.from_dict(ck["config"])
         except (TypeError, ValueError) as e:
-            raise Stop(f"--resume: {d}/resume.pt: {e}") from None
+            raise Stop(f"--resume: {run_dir}/resume.pt: {e}") from None
         # a schedule spans the run's first --steps, however far --resume extends them: the
         # resumed run's config (a copy: the caller's is left as it is) keeps that length
         old.schedule_steps = old.schedule_steps or old.steps
-        cfgs[i] = c = replace(c, schedule_steps=c.schedule_steps or old.schedule_steps)
+        cfgs[i] = cfg = replace(cfg, schedule_steps=cfg.schedule_steps or old.schedule_steps)
         diff = [f.name for f in fields(Config)
-                if f.name != "steps" and getattr(old, f.name) != getattr(c, f.name)]
+                if f.name != "steps" and getattr(old, f.name) != getattr(cfg, f.name)]
         if diff:
-            raise Stop(f"--resume: {d} was trained with a different config ({', '.join(diff)})")
+            raise Stop(f"--resume: {run_dir} was trained with a different config "
+                       f"({', '.join(diff)})")
     if len({ck["step"] for ck in cks}) > 1:
         raise Stop("--resume: the runs stopped at different steps; resume them one at a time")
     try:
@@ -248,20 +266,20 @@ def resume_runs(cfgs, run_dirs, model, opt, log):
     t = np.arange(start)
     evaluated = t[(t % cfgs[0].eval_every == 0) | (t % cfgs[0].ckpt_every == 0)]
     metrics = []
-    for d in run_dirs:
+    for run_dir in run_dirs:
         try:
-            old = load_metrics(os.path.join(d, "metrics.npz"))
+            old = load_metrics(os.path.join(run_dir, "metrics.npz"))
         except Stop as e:
             raise Stop(f"--resume: {e}") from None
         keep = old["step"] < start
         if not np.array_equal(old["step"][keep], evaluated):
             last = old["step"][keep][-1] if keep.any() else "no step"
-            raise Stop(f"--resume: {d}/metrics.npz ends at step {last}, older than resume.pt "
-                       f"(step {start}): they are not of one run; start again")
-        # a column newer than the run: NaN before the resume
-        metrics.append({k: list(old[k][keep]) if k in old else [np.nan] * int(keep.sum())
-                        for k in KEYS})
-    log(f"resuming {', '.join(run_dirs)} at step {start}")
+            raise Stop(f"--resume: {run_dir}/metrics.npz ends at step {last}, older than "
+                       f"resume.pt (step {start}): they are not of one run; start again")
+        columns = {}
+        for k in KEYS:  # a column newer than the run: NaN before the resume
+            columns[k] = list(old[k][keep]) if k in old else [np.nan] * int(keep.sum())
+        metrics.append(columns)
     return metrics, start
 
 
@@ -273,134 +291,274 @@ class Interrupted(Exception):
         self.signum, self.step = signum, step
 
 
+class CaughtSignals:
+    """Within the block, Ctrl-C and SIGTERM (timeout, Slurm, docker stop) are noted in
+    `caught` instead of raised, so that the loop stops between two steps; after it, the
+    handlers it found."""
+
+    def __enter__(self):
+        self.caught = []
+        self.handlers = {s: signal.signal(s, self.note) for s in (signal.SIGINT, signal.SIGTERM)}
+        return self
+
+    def note(self, signum, frame):
+        self.caught.append(signum)
+
+    def __exit__(self, *exc):
+        for s, handler in self.handlers.items():
+            signal.signal(s, handler)
+
+
+@dataclass
+class Runs:
+    """What the loop keeps of its runs besides weights and optimizer state: each run's config,
+    folder and metrics rows, the step to stop at, and when the last status line was shown."""
+    cfgs: list                # one Config per run, differing only in PER_RUN_OPTIONS
+    dirs: list                # one run folder per run
+    metrics: list             # per run, {column of KEYS: [a value per evaluation]}
+    start: int                # the step this process began at: 0, or the step resumed
+    stop_after_grok: int | None = None  # steps to go on after the last run generalized
+    began: float = field(default_factory=time.time)  # when the loop began, wall time
+    shown: float = 0.0        # when the last status line was shown, wall time
+    end: int = field(init=False)  # the last step: last_step()
+
+    def __post_init__(self):
+        self.end = self.last_step()
+
+    def last_step(self):
+        """--steps, or stop_after_grok steps past the step when the last run to generalize
+        did (test loss <= GROK)."""
+        steps = self.cfgs[0].steps
+        if self.stop_after_grok is None:
+            return steps
+        grok_steps = [first_below(m["step"], m["test_loss"]) for m in self.metrics]
+        if None in grok_steps:
+            return steps
+        return min(steps, max(grok_steps) + self.stop_after_grok)
+
+    def record(self, step, **columns):
+        """Append one row per run: columns are KEYS but step and update_norm, each a value per
+        run (update_norm follows after the step: set_update_norms)."""
+        for r, m in enumerate(self.metrics):
+            row = dict(step=step, update_norm=float("nan"),
+                       **{k: values[r] for k, values in columns.items()})
+            for k in KEYS:
+                m[k].append(row[k])
+        self.end = self.last_step()
+
+    def set_update_norms(self, norms):
+        for m, norm in zip(self.metrics, norms):
+            m["update_norm"][-1] = norm
+
+    def save(self, step, model, opt, checkpoint=True):
+        """metrics.npz, then each run's resume.pt (and ckpt/ at a checkpoint step) at `step`:
+        metrics first, as a resume drops rows past its step."""
+        save_metrics(self.metrics, self.dirs)
+        for cfg, run_dir, (state, optim) in zip(self.cfgs, self.dirs, run_states(model, opt)):
+            ck = dict(step=step, config=cfg.to_dict(), model=state)
+            if checkpoint:  # ckpt/ holds the steps of the grid alone, interrupted or not
+                save_atomic(ck, os.path.join(run_dir, "ckpt", f"step_{step:06d}.pt"))
+            # and the random state (dropout masks), so that --resume goes on exactly
+            save_atomic(dict(ck, optim=optim, rng=rng_state()),
+                        os.path.join(run_dir, "resume.pt"))
+
+    def stop_at_nan(self, step, losses):
+        """Stop for training losses that are not finite at `step`, metrics.npz kept whole."""
+        if step > self.start:  # else the file holds every row there is
+            save_metrics(self.metrics, self.dirs)
+        bad = losses.tolist() if len(losses) > 1 else losses.item()
+        kept = "the last good checkpoint kept" if step else "no checkpoint yet"
+        raise Stop(f"train loss is {bad} at step {step}: stopped, {kept}; change --lr or "
+                   "--dtype and start again")
+
+    def show(self, step, log):
+        """A status line at most every 5 s: means over the runs, ms/step, time left."""
+        now = time.time()
+        if now - self.shown < 5:
+            return
+        self.shown = now
+        ms = 1000 * (now - self.began) / (step + 1 - self.start)
+        mean = {k: np.mean([m[k][-1] for m in self.metrics])
+                for k in ("train_loss", "train_acc", "test_loss", "test_acc")}
+        line = (f"step {step:6d}/{self.end} | train {mean['train_loss']:.2e} acc "
+                f"{mean['train_acc']:.3f} | test {mean['test_loss']:.2e} acc "
+                f"{mean['test_acc']:.3f} | {ms:.1f} ms/step | "
+                f"{(self.end - step) * ms / 1000:.0f}s left")
+        if len(self.metrics) > 1:
+            line += f" | means of {len(self.metrics)} runs"
+        log(line)
+
+    def report(self, log):
+        """A line per run: its time, and the steps at which train and test loss reached GROK."""
+        for run_dir, m in zip(self.dirs, self.metrics):
+            parts = [f"{run_dir}: done in {time.time() - self.began:.1f}s"]
+            for k in ("train", "test"):
+                grok_step = first_below(m["step"], m[k + "_loss"])
+                parts.append(f"{k} loss <= {GROK} at step "
+                             f"{'not reached' if grok_step is None else grok_step}")
+            log(" | ".join(parts))
+
+
 def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast=True,
           log=print):
-    """The one training loop, for one run (a Config and a folder) or several runs of one shape
-    (lists, differing only in STACKABLE options) trained together. Returns the metrics (for
-    several runs, a list of them)."""
-    single = isinstance(cfgs, Config)
-    cfgs, run_dirs = ([cfgs], [run_dirs]) if single else (list(cfgs), list(run_dirs))
-    if (stop_after_grok or 0) < 0:
+    """The one training loop, for a list of runs of one shape trained together (Configs
+    differing only in PER_RUN_OPTIONS, and a folder each; a list of one for a lone run).
+    Returns each run's metrics, {column of KEYS: [a value per evaluation]}, in order."""
+    cfgs, run_dirs = list(cfgs), list(run_dirs)
+    if len(cfgs) != len(run_dirs):
+        raise ValueError(f"train() takes a run folder per config, not {len(run_dirs)} for "
+                         f"{len(cfgs)}")
+    if stop_after_grok is not None and stop_after_grok < 0:
         raise Stop(f"--stop-after-grok {stop_after_grok} must be non-negative")
     device = check_options(cfgs, run_dirs, device, resume)
-    tune_cpu()
-    cfg, R = cfgs[0], len(cfgs)
-    x_tr, y_tr, x_te, y_te = (torch.stack(t).to(device) for t in zip(*map(make_data, cfgs)))
+    shared = cfgs[0]  # the options every run has (all but PER_RUN_OPTIONS)
+    datasets = [make_data(cfg) for cfg in cfgs]
+    x_tr, y_tr, x_te, y_te = (torch.stack(parts).to(device) for parts in zip(*datasets))
     try:
-        models = [build_model(c).to(device) for c in cfgs]
-        model, forward, skip = build_runs(models, fast, probe=(x_tr[0, :64], y_tr[0, :64]))
+        models = [build_model(cfg).to(device) for cfg in cfgs]
+        model, forward, unread = build_runs(models, fast, probe=(x_tr[0, :64], y_tr[0, :64]))
     except (MemoryError, RuntimeError) as e:
         raise too_big(e, "the model", "a smaller --d-model, --d-mlp or --p")
     names, params = zip(*named_params(model))
-    opt = make_optimizer(cfg, list(zip(names, params)), R)
+    opt = make_optimizer(shared, list(zip(names, params)), len(cfgs))
     # only now, all checked: a refused run leaves no folder behind
     locks = claim_folders(run_dirs, resume)
     try:
-        metrics, start = resume_runs(cfgs, run_dirs, model, opt, log) if resume else \
-            ([{k: [] for k in KEYS} for _ in cfgs], 0)
+        if resume:
+            metrics, start = resume_runs(cfgs, run_dirs, model, opt)
+        else:
+            metrics, start = [{k: [] for k in KEYS} for _ in cfgs], 0
         make_folders(cfgs, run_dirs)
     except BaseException:
         release_folders(locks)
         raise
-    # the evaluation's forward is the step's unless a step sees a batch or dropout
-    same = cfg.batch_size is None and cfg.dropout == 0
-    # mini-batches: each run's own seeded order; idx holds the current batch's indices
-    batches = [Batches(c, x) for c, x in zip(cfgs, x_tr)] if cfg.batch_size else None
-    idx = torch.zeros(R, cfg.batch_size or 0, dtype=torch.long, device=device)
-    f_E = [token_frequency(c, x) for c, x in zip(cfgs, x_tr)]
-    run_params = lambda r: {n: p[r] if R > 1 else p for n, p in zip(names, params)}
-    # after a resume between two evaluations (Ctrl-C), the ratio of the last one, as uninterrupted
-    ratios = [m["emb_lr_ratio"][-1] if m["step"] and np.isfinite(m["emb_lr_ratio"][-1]) else
-              emb_lr_ratio(run_params(r), c, f_E[r]) for r, (c, m) in enumerate(zip(cfgs, metrics))]
-    graphing, graph = device == "cuda", None  # GPU: the step is recorded once, then replayed
+    log(f"run {', '.join(run_dirs)}" + (f": resumed at step {start}" if resume else ""))
+    runs = Runs(cfgs, run_dirs, metrics, start, stop_after_grok)
 
-    def step_loss():  # what a step descends: the loss on the training set or on the batch
-        if batches is None:
-            return loss_fn(forward(x_tr), y_tr, cfg.loss_dtype, cfg.loss)
-        x = x_tr.gather(1, idx[..., None].expand(-1, -1, x_tr.shape[-1]))
-        return loss_fn(forward(x), y_tr.gather(1, idx), cfg.loss_dtype, cfg.loss)
+    # a step descends the evaluation's loss unless it sees a mini-batch or dropout
+    descend_evaluation_loss = shared.batch_size is None and shared.dropout == 0
+    # mini-batches: each run's own seeded order; batch holds the current batch's indices
+    batches, batch = None, None
+    if shared.batch_size:
+        batches = [Batches(cfg, x) for cfg, x in zip(cfgs, x_tr)]
+        batch = torch.zeros(len(cfgs), shared.batch_size, dtype=torch.long, device=device)
+    token_freqs = [token_frequency(cfg, x) for cfg, x in zip(cfgs, x_tr)]
+    ratios = []  # each run's embedding lr ratio: at its last evaluation, as uninterrupted
+    for r, m in enumerate(metrics):
+        if m["step"] and np.isfinite(m["emb_lr_ratio"][-1]):  # resumed between evaluations
+            ratios.append(m["emb_lr_ratio"][-1])
+        else:
+            ratios.append(run_ratio(cfgs, r, names, params, token_freqs))
+    keep_grads = device == "cuda"  # a CUDA graph reads the .grad tensors it recorded
+    step_between = functools.partial(train_step, forward, x_tr, y_tr, batch, opt, params,
+                                     shared, keep_grads)
+    if device == "cuda":  # the step between evaluations recorded once, then replayed
+        step_between = GraphedStep(step_between, params, opt)
 
-    def update(losses):
-        opt.zero_grad(set_to_none=not graphing)  # a graph reads the .grad tensors it recorded
-        if cfg.l1:  # Nanda et al.'s L1 penalty on every parameter, each run its own
-            losses = losses + cfg.l1 * sum(p.abs().reshape(R, -1).sum(1) for p in params)
-        losses.sum().backward()  # runs share no parameter: each gets its own gradient
-        # AdamW eps 0 divides m by sqrt(v): where a gradient stays exactly 0, flushed moments
-        # reach 0 (no step); kept, they stop at the smallest denormal, as torch's AdamW and a GPU
-        torch.set_flush_denormal(cfg.eps > 0)
-        opt.step()
-        torch.set_flush_denormal(True)  # the forward and backward: tune_cpu
-
-    def save(step, checkpoint=True):  # metrics first: a resume drops rows past its step
-        save_metrics(metrics, run_dirs)
-        for c, d, (state, optim) in zip(cfgs, run_dirs, run_states(model, opt)):
-            ck = dict(step=step, config=c.to_dict(), model=state)
-            if checkpoint:  # ckpt/ holds the steps of the grid alone, interrupted or not
-                save_atomic(ck, os.path.join(d, "ckpt", f"step_{step:06d}.pt"))
-            # and the random state (dropout masks), so that --resume goes on exactly
-            save_atomic(dict(ck, optim=optim, rng=rng_state()), os.path.join(d, "resume.pt"))
-
-    interrupted, stopped = [], None  # Ctrl-C, SIGTERM (timeout, Slurm, docker stop): between steps
-    handlers = {s: signal.signal(s, lambda signum, _: interrupted.append(signum))
-                for s in (signal.SIGINT, signal.SIGTERM)}
-    t0, shown, end = time.time(), [0.0], stop_step(metrics, cfg.steps, stop_after_grok)
     try:
-        for step in range(start, cfg.steps + 1):
-            if interrupted:
-                save(step, checkpoint=False)  # resume.pt at this step: no step is lost
-                stopped = step
-                break
-            evaluate = step % cfg.eval_every == 0 or step % cfg.ckpt_every == 0 or step >= end
-            if evaluate:  # 'auto' follows the weights
-                ratios = [emb_lr_ratio(run_params(r), c, f_E[r]) for r, c in enumerate(cfgs)]
-            hyper = set_hyper(opt, names, cfgs, step, ratios, skip)
-            if batches:  # into the tensor a recorded graph reads
-                src = torch.from_numpy(np.stack([b(step) for b in batches]))
-                idx.copy_(src.pin_memory() if idx.is_cuda else src, non_blocking=True)
-            if not evaluate:
-                graph.replay() if graph else update(step_loss())
-                continue
-            with torch.set_grad_enabled(same):  # full batch, no dropout: stepped on, too
-                logits = forward(x_tr, train=False)
-                losses = loss_fn(logits, y_tr, cfg.loss_dtype, cfg.loss)
-            with torch.no_grad():
-                test_logits = forward(x_te, train=False)
-                before = [p.detach().clone() for p in params]
-            if not torch.isfinite(losses).all():  # the only host synchronisations: here
-                if step > start:  # else the file holds every row there is
-                    save_metrics(metrics, run_dirs)
-                bad = losses.tolist() if R > 1 else losses.item()
-                raise Stop(f"train loss is {bad} at step {step}: stopped, "
-                           f"{'the last good checkpoint kept' if step else 'no checkpoint yet'}; "
-                           "change --lr or --dtype and start again")
-            record(metrics, step, (logits, y_tr), (test_logits, y_te), losses, before, hyper,
-                   ratios, (cfg.loss_dtype, cfg.loss))
-            end = stop_step(metrics, cfg.steps, stop_after_grok)
-            if step >= end or step % cfg.ckpt_every == 0:
-                save(step)  # before the update: the checkpoint holds theta_step
-                if step >= end:
+        with cpu_settings(), CaughtSignals() as signals:
+            for step in range(start, shared.steps + 1):
+                if signals.caught:
+                    runs.save(step, model, opt, checkpoint=False)  # resume.pt at this step
+                    raise Interrupted(signals.caught[0], step)
+                evaluation = (step % shared.eval_every == 0 or step % shared.ckpt_every == 0
+                              or step >= runs.end)
+                if evaluation:  # 'auto' follows the weights
+                    ratios = [run_ratio(cfgs, r, names, params, token_freqs)
+                              for r in range(len(cfgs))]
+                lr_wd = set_hyper(opt, names, cfgs, step, ratios, unread)
+                if batches:  # into the tensor a recorded graph reads
+                    indices = torch.from_numpy(np.stack([b(step) for b in batches]))
+                    batch.copy_(indices.pin_memory() if batch.is_cuda else indices,
+                                non_blocking=True)
+                if not evaluation:
+                    step_between()
+                    continue
+                # an evaluation: the loop's only host synchronisations
+                losses, columns = evaluate(forward, x_tr, y_tr, x_te, y_te, params, shared,
+                                           grad=descend_evaluation_loss)
+                if not torch.isfinite(losses).all():
+                    runs.stop_at_nan(step, losses)
+                runs.record(step, lr=[lr for lr, _ in lr_wd], emb_lr_ratio=ratios, **columns)
+                if step >= runs.end or step % shared.ckpt_every == 0:
+                    runs.save(step, model, opt)  # before the update: it holds theta_step
+                if step >= runs.end:
                     break
-            update(losses if same else step_loss())
-            with torch.no_grad():  # ||theta_{t+1} - theta_t|| of this step
-                upd = sum(((p - q).double() ** 2).reshape(R, -1).sum(1)
-                          for p, q in zip(params, before)).sqrt().tolist()
-            for m, u in zip(metrics, upd):
-                m["update_norm"][-1] = u
-            if graphing and graph is None:
-                logits = losses = None  # free this step's graph: capture needs fresh grad nodes
-                graph = cuda_graph(lambda: update(step_loss()), list(params), opt)
-            progress(metrics, step, end, start, t0, shown, log)
+                before = [p.detach().clone() for p in params]  # for the step's length
+                if not descend_evaluation_loss:
+                    losses = step_loss(forward, x_tr, y_tr, batch, shared)
+                update(opt, params, losses, shared, keep_grads)
+                # no autograd graph of this step stays referenced: GraphedStep records fresh
+                del losses
+                runs.set_update_norms(distances(params, before, len(cfgs)))
+                runs.show(step, log)
     finally:
-        for s, handler in handlers.items():
-            signal.signal(s, handler)
         release_folders(locks)
-    if stopped is not None:
-        raise Interrupted(interrupted[0], stopped)
-    for d, m in zip(run_dirs, metrics):
-        log(f"{d}: done in {time.time() - t0:.1f}s | " + " | ".join(
-            f"{k} loss <= {GROK} at step {first_below(m['step'], m[k + '_loss']) or 'not reached'}"
-            for k in ("train", "test")))
-    return metrics[0] if single else metrics
+    runs.report(log)
+    return runs.metrics
+
+
+def run_ratio(cfgs, r, names, params, token_freqs):
+    """Run r's embedding lr ratio at its weights now (optim.emb_lr_ratio)."""
+    if len(cfgs) == 1:
+        run_params = dict(zip(names, params))
+    else:
+        run_params = {n: p[r] for n, p in zip(names, params)}
+    return emb_lr_ratio(run_params, cfgs[r], token_freqs[r])
+
+
+def step_loss(forward, x_train, y_train, batch, cfg):
+    """What a step descends, per run: the loss on the training set or, with mini-batches, on
+    the examples that batch (R, B) indexes."""
+    if batch is None:
+        return loss_fn(forward(x_train), y_train, cfg.loss_dtype, cfg.loss)
+    x = x_train.gather(1, batch[..., None].expand(-1, -1, x_train.shape[-1]))
+    return loss_fn(forward(x), y_train.gather(1, batch), cfg.loss_dtype, cfg.loss)
+
+
+def update(opt, params, losses, cfg, keep_grads):
+    """One optimizer step on the runs' losses (R,). keep_grads: zero the .grad tensors in
+    place instead of dropping them."""
+    opt.zero_grad(set_to_none=not keep_grads)
+    if cfg.l1:  # Nanda et al.'s L1 penalty on every parameter, each run its own
+        penalty = sum(p.abs().reshape(len(losses), -1).sum(1) for p in params)
+        losses = losses + cfg.l1 * penalty
+    losses.sum().backward()  # runs share no parameter: each gets its own gradient
+    adamw_step(opt, keep_denormals=cfg.eps == 0)
+
+
+def train_step(forward, x_train, y_train, batch, opt, params, cfg, keep_grads):
+    """A step between evaluations: the step's loss, descended."""
+    update(opt, params, step_loss(forward, x_train, y_train, batch, cfg), cfg, keep_grads)
+
+
+def evaluate(forward, x_train, y_train, x_test, y_test, params, cfg, grad):
+    """The runs' training losses (R,), with their autograd graph when grad (the step then
+    descends them), and this evaluation's metrics columns, each a list of R values. A stack's
+    forward and losses always have the run axis, a lone run's too (R 1)."""
+    with torch.set_grad_enabled(grad):
+        logits = forward(x_train, train=False)
+        losses = loss_fn(logits, y_train, cfg.loss_dtype, cfg.loss)
+    with torch.no_grad():
+        test_logits = forward(x_test, train=False)
+        ones, zero = collapse(logits, y_train, cfg.loss_dtype)
+        columns = dict(train_loss=losses, train_acc=accuracy(logits, y_train),
+                       test_loss=loss_fn(test_logits, y_test, cfg.loss_dtype, cfg.loss),
+                       test_acc=accuracy(test_logits, y_test), collapse=ones, zero_loss=zero,
+                       weight_norm=squared_norms(params, len(losses)))
+    return losses, {k: v.tolist() for k, v in columns.items()}
+
+
+def squared_norms(tensors, runs):
+    """Per run, the sum of squares of the tensors' entries in float64: (runs,). A stack's
+    tensors have the run axis first; a lone run's (runs 1) have none."""
+    return sum((t.double() ** 2).reshape(runs, -1).sum(1) for t in tensors)
+
+
+def distances(params, before, runs):
+    """Per run, ||params - before||: the length of a step."""
+    with torch.no_grad():
+        return squared_norms([p - q for p, q in zip(params, before)], runs).sqrt().tolist()
 
 
 def rng_state(state=None):
@@ -413,62 +571,25 @@ def rng_state(state=None):
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def record(metrics, step, train, test, losses, params, hyper, ratios, loss):
-    """Append one metrics row per run (update_norm follows after the step)."""
-    R = len(metrics)
-    with torch.no_grad():
-        ones, zero = collapse(*train, loss[0])
-        cols = dict(train_loss=losses, train_acc=accuracy(*train), test_loss=loss_fn(*test, *loss),
-                    test_acc=accuracy(*test), collapse=ones, zero_loss=zero,
-                    weight_norm=sum((p.double() ** 2).reshape(R, -1).sum(1) for p in params))
-    cols = {k: v.tolist() for k, v in cols.items()}
-    for r, m in enumerate(metrics):
-        row = dict(step=step, update_norm=float("nan"), lr=hyper[r][0],
-                   emb_lr_ratio=ratios[r], **{k: v[r] for k, v in cols.items()})
-        for k in KEYS:
-            m[k].append(row[k])
-
-
-def stop_step(metrics, steps, after):
-    """The last step: --steps, or `after` steps past the step when every run has generalized."""
-    grok = [first_below(m["step"], m["test_loss"]) for m in metrics]
-    return steps if after is None or None in grok else min(steps, max(grok) + after)
-
-
 def make_folders(cfgs, run_dirs):
-    for c, d in zip(cfgs, run_dirs):
-        os.makedirs(os.path.join(d, "ckpt"), exist_ok=True)
-        save_atomic(c.to_dict(), os.path.join(d, "config.json"))
-
-
-def progress(metrics, step, end, start, t0, shown, log):
-    """A status line at most every 5 s (shown[0]: when the last one was): means over the runs,
-    ms/step, time left."""
-    now = time.time()
-    if now - shown[0] < 5:
-        return
-    shown[0] = now
-    ms = 1000 * (now - t0) / (step + 1 - start)
-    mean = lambda k: np.mean([m[k][-1] for m in metrics])
-    log(f"step {step:6d}/{end} | train {mean('train_loss'):.2e} acc {mean('train_acc'):.3f} | "
-        f"test {mean('test_loss'):.2e} acc {mean('test_acc'):.3f} | {ms:.1f} ms/step | "
-        f"{(end - step) * ms / 1000:.0f}s left"
-        + (f" | means of {len(metrics)} runs" if len(metrics) > 1 else ""))
+    for cfg, run_dir in zip(cfgs, run_dirs):
+        os.makedirs(os.path.join(run_dir, "ckpt"), exist_ok=True)
+        save_atomic(cfg.to_dict(), os.path.join(run_dir, "config.json"))
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     try:
         cfgs, run_dirs, args = parse_args(argv)
-        print(f"run {', '.join(run_dirs)}")
-        train(cfgs[0] if len(cfgs) == 1 else cfgs, run_dirs[0] if len(cfgs) == 1 else run_dirs,
-              args.device, args.resume, args.stop_after_grok, args.fast)
+        train(cfgs, run_dirs, args.device, args.resume, args.stop_after_grok, args.fast)
     except Stop as e:
         sys.exit(f"error: {e}")
     except Interrupted as e:  # non-zero, as a shell expects: a sweep stops here
-        again = " ".join(map(shlex.quote, ["python", "train.py", *argv]
-                             + ([] if args.resume else ["--resume"])))
-        print(f"{e}: saved; continue with: {again}", file=sys.stderr)
+        again = ["python", "train.py", *argv]
+        if not args.resume:
+            again.append("--resume")
+        print(f"{e}: saved; continue with: {' '.join(map(shlex.quote, again))}",
+              file=sys.stderr)
         sys.exit(128 + e.signum)
     except KeyboardInterrupt:  # before training began
         print("interrupted before training began: nothing saved", file=sys.stderr)
