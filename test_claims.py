@@ -327,3 +327,82 @@ def test_every_section_reads_a_committed_copy_or_says_what_its_runs_cost(tmp_pat
     claims.main(["regularizers"])
     assert "runs not committed; made by: bash experiments/nanda_regularizers.sh --batched | bash " \
            "(~12 CPU-hours)\n" in capsys.readouterr().out
+
+
+def test_head_wave_fit_finds_the_frequency_and_its_share_of_variance():
+    import claims_registry as R
+    p, a = 31, np.arange(31)
+    wave = lambda k: 2 * np.pi * k * a / p
+    sigmoid = lambda s: 1 / (1 + np.exp(-s))
+    # the score a wave at k 5 (amplitude 2) plus one at k 9 (amplitude 1): over the whole grid
+    # the two are orthogonal, so k 5 alone explains 2^2 / (2^2 + 1^2) of the variance of s(a) -
+    # s(b), whose logit the attention weight to a is
+    score = 2 * np.cos(wave(5)) + np.sin(wave(9))
+    k, fve = R.head_wave_fit(sigmoid(score[:, None] - score[None, :]))
+    assert k == 5 and fve == pytest.approx(0.8)
+    k, fve = R.head_wave_fit(sigmoid(np.cos(wave(3) + 1)[:, None] - np.cos(wave(3) + 1)[None]))
+    assert k == 3 and fve == pytest.approx(1.0)  # any phase: a cos and a sin coefficient
+    r = dict(final_attn_a=np.stack([sigmoid(score[:, None] - score[None, :])] * 2))
+    assert R.heads_fit(None, r) == pytest.approx(0.8)
+
+
+def test_largest_rise_and_largest_move_share_on_hand_made_curves():
+    import claims_registry as R
+    assert R.largest_rise([5, 1, 3, 2, 6, 0]) == 5  # from 1 up to 6
+    assert R.largest_rise([5, 4, 4, 1e-3, 1e-9]) == 0  # never rises
+    # the curve's own steps are not the grid's: linear between them, 0 / 0.5 / 1 / 4 / 2 on the
+    # grid 0..400 every 100, changes 0.5, 0.5, 3, 2: the largest 3 of 6
+    step, v = np.array([0, 200, 300, 400]), np.array([0.0, 1.0, 4.0, 2.0])
+    assert R.largest_move_share(step, v, grid=np.arange(0, 401, 100)) == pytest.approx(0.5)
+    assert R.largest_move_share(np.arange(5), np.arange(5.0), grid=np.arange(5)) == 0.25
+
+
+def test_med_beats_a_measure_only_above_its_correlation_in_either_direction():
+    import claims_registry as R
+    loss = np.array([5.0, 4, 3, 2, 1])
+    r = dict(test_loss=loss, med=loss + 0.1, half=np.array([1.0, 3, 2, 5, 4]),
+             anti=-loss, gone=np.full(5, np.nan))
+    # Spearman of half with the loss: rank differences 4, 1, 1, -3, -3, 1 - 6 * 36 / (5 * 24)
+    assert R.tracking(r, ("half",)) == pytest.approx(0.8)
+    assert R.tracking(r, ("half", "anti")) == pytest.approx(1.0)  # the better of two keys
+    assert R.med_beats(("half",))(None, r) is True
+    assert R.med_beats(("anti",))(None, r) is None  # |-1| ties MED's 1
+    assert R.med_beats(("gone",))(None, r) is None
+    r["med"] = -loss  # MED going against test loss loses to any measure that follows it
+    assert R.med_beats(("half",))(None, r) is False
+
+
+def test_seed_mean_curve_reads_the_mean_of_the_seeds_curves(monkeypatch):
+    import claims_registry as R
+    step = np.arange(0, 500, 100)
+    runs = [(Config(seed=s), {}, dict(step=step, v=s * np.ones(5))) for s in range(4)]
+    group = type("G", (), {"get": lambda self, load: runs})()
+    res = R.seed_mean_curve(group, "v", lambda step, v: v[-1], 1.2, paper_seeds=2)(None)
+    assert res["ours"] == 1.5 and res["paper"] == 1.2 and res["seeds"] == [4]
+    assert 0 <= res["lo"] <= res["hi"] <= 3  # means of 2 of the seeds 0-3
+
+
+def test_their_weights_load_into_our_nanda_model_and_sum_the_loss():
+    import nanda_released as N
+    from data import all_pairs
+    from config import PRESETS
+    cfg = Config(**PRESETS["nanda"])
+    torch.manual_seed(0)
+    ours = build_model(cfg).double()
+    P = dict(ours.named_parameters())
+    heads = lambda w: w.detach().reshape(4, 32, 128)  # their (heads, d_head, d_model)
+    Wq, Wk, Wv = P["blocks.0.attn.in_proj_weight"].chunk(3)
+    theirs = {"embed.W_E": P["embed.weight"].T, "pos_embed.W_pos": P["pos"],
+              "blocks.0.attn.W_Q": heads(Wq), "blocks.0.attn.W_K": heads(Wk),
+              "blocks.0.attn.W_V": heads(Wv),
+              "blocks.0.attn.W_O": P["blocks.0.attn.out_proj.weight"],
+              "blocks.0.mlp.W_in": P["blocks.0.fc1.weight"],
+              "blocks.0.mlp.b_in": P["blocks.0.fc1.bias"],
+              "blocks.0.mlp.W_out": P["blocks.0.fc2.weight"],
+              "blocks.0.mlp.b_out": P["blocks.0.fc2.bias"], "unembed.W_U": P["unembed"]}
+    x, y, _ = all_pairs(cfg)
+    with torch.no_grad():
+        want = torch.nn.functional.cross_entropy(ours(x), y, reduction="sum").item()
+    assert N.loss_sum({k: v.detach().float() for k, v in theirs.items()}) == pytest.approx(
+        want, rel=1e-5)
+    assert N.largest_test_set(10.0, 0.3) == 33 and N.first_epoch([3, 0.5, 0.01, 0.2]) == 2

@@ -25,6 +25,8 @@ import metrics_table  # noqa: E402
 import minibatch_table  # noqa: E402
 import gu_table  # noqa: E402
 import pack  # noqa: E402
+import singh_released  # noqa: E402
+import stats  # noqa: E402
 import summary as S  # noqa: E402
 import claims_registry  # noqa: E402
 import verdicts  # noqa: E402
@@ -32,6 +34,7 @@ from singh_numbers import (COMPRESSIBILITY, SINGH, SINGH_CURVES, SINGH_LN,  # no
                            SINGH_MODEL, released)
 from optim import schedule  # noqa: E402
 from runfiles import Stop, first_below, load_metrics  # noqa: E402
+from verdicts import grok_step  # noqa: E402
 from stats import fisher_exact, mann_whitney, sign_test  # noqa: E402
 
 
@@ -349,6 +352,137 @@ def cleanup(root):
             [str(int(s[i]))] + [f"{a[k][i]:.3g}" for k in cols[1:]] for i in at]))
 
 
+def attention(root):
+    """Nanda et al.'s attention-head fit (appendix C.1.3) on their mainline at 40k: per seed and
+    head, the frequency whose wave best fits the head's score difference (the logit of the
+    attention weight '=' pays a, over every pair), whether it is a key frequency of W_L, and the
+    share of variance it explains; then the paper's four heads."""
+    R = claims_registry
+    rows = []
+    for c, m, r in R.NANDA_MAIN.get(load):
+        fits = [R.head_wave_fit(a) for a in r["final_attn_a"]]
+        keys = r["keys"].tolist()
+        rows.append([f"seed {c.seed}", str(keys)]
+                    + [f"k {k}{'' if k in keys else ' (no key)'}: {fve:.1%}" for k, fve in fits]
+                    + [f"{np.mean([fve for _, fve in fits]):.1%}"])
+    rows.append(["paper (their mainline)", "5 of them"]
+                + [f"{v:.2%}" for v in R.NANDA_HEAD_FVE] + [f"{np.mean(R.NANDA_HEAD_FVE):.1%}"])
+    print(A.markdown(["run", "key frequencies (W_L)"] + [f"head {h}: best k, share of variance"
+                                                         for h in range(4)] + ["mean"], rows))
+
+
+def nanda_released(root):
+    """Nanda et al.'s released runs beside ours (claims_registry.NANDA_RELEASED; `python
+    experiments/nanda_released.py` re-derives theirs): the first step with test loss <= 0.01,
+    their split; then excluded loss with and without weight decay, seed by seed (the paper's
+    key rule on W_L at the last checkpoint picks the frequencies it excludes)."""
+    R, theirs = claims_registry, claims_registry.NANDA_RELEASED
+    steps = lambda runs: " / ".join(f"s{c.seed}: {grok_step(m) or A.unfinished(c, m)}"
+                                    for c, m, _ in runs)
+    wd1 = verdicts.Runs("nanda_cleanup").get(load)
+    rows = [["frac 0.25 / 0.28", f"{theirs['frac 0.25']} / {theirs['frac 0.28']}",
+             "not run (its verdict row: the cost)"],
+            ["frac 0.3", str(theirs["frac 0.3"]), steps(wd1) + " (nanda_cleanup)"],
+            ["frac 0.95", str(theirs["frac 0.95"]),
+             steps(verdicts.Runs("nanda_frac95").get(load)) + " (nanda_frac95)"],
+            ["frac 0.3, wd 0.1", str(theirs["wd 0.1"]),
+             steps(verdicts.Runs("nanda_wd").get(load)) + " (nanda_wd)"],
+            ["frac 0.3, wd 0.01", "no data in the copy read", "not run"],
+            ["wd 0 (theirs: frac >= 0.9, from its weights)", str(theirs["no wd"]),
+             "frac 0.3: " + steps(verdicts.Runs("nanda", R.field(wd=0.0)).get(load))
+             + " (nanda, this project's split)"]]
+    print(A.markdown(["run (wd 1 unless named)", "theirs: test loss <= 0.01 at epoch",
+                      "ours, per seed"], rows))
+    rows = []
+    for copy, wd in (("nanda", 0.0), ("nanda", 1.0), ("nanda_cleanup", 1.0)):
+        group = verdicts.Runs(copy, R.field(wd=wd, frac=0.3), analysed=True)
+        for c, m, r in group.get(load):
+            ex = r["excluded_loss"]
+            rows.append([f"{copy} s{c.seed}", f"{wd:g}", c.split_rng, str(r["keys"].tolist()),
+                         f"{ex[0]:.3g} / {ex.min():.3g} / {ex[-1]:.3g}",
+                         f"{R.largest_rise(ex):.3g}", str(grok_step(m) or "-")])
+    print(A.markdown(["run", "wd", "split", "key frequencies (W_L, last checkpoint)",
+                      "excluded loss at 0 / lowest / last", "largest rise above its lowest so "
+                      "far", "test loss <= 0.01 at"], rows))
+
+
+def ntk(root):
+    """Singh et al.'s "features evolve continuously", read on the NTK distance ||K_t - K_0|| /
+    ||K_0|| (analysis ntk_distance) of the analysed runs of their wd sweep: per seed its value at
+    steps 200 and 400, its largest change between steps 400 apart (NTK_GRID) as a share of its
+    total variation there, and at the end; the same share of the seed-mean curve with its 90%
+    interval (5-seed draws); then the same of their released 5-seed mean curves."""
+    R = claims_registry
+    rows = []
+    for wd, group in R.NTK_RUNS.items():
+        runs = group.get(load)
+        for c, m, r in runs:
+            share = R.largest_move_share(r["step"], r["ntk_distance"])
+            rows.append([f"wd {wd:g}", f"s{c.seed}", f"{A.at(r, 'ntk_distance', 200):.0f} / "
+                         f"{A.at(r, 'ntk_distance', 400):.0f}", f"{share:.3f}",
+                         f"{r['ntk_distance'][-1]:.0f} at {int(r['step'][-1])}"])
+        res = R.seed_mean_curve(group, "ntk_distance", R.largest_move_share, np.nan)(load)
+        rows.append([f"wd {wd:g}", "seed-mean curve", "-",
+                     f"{res['ours']:.3f} [{res['lo']:.3f}, {res['hi']:.3f}]", "-"])
+    head, a = singh_released.read(R.SINGH_NTK)
+    for name in head:
+        if name.endswith("ntk/relative_distance"):
+            j = head.index(name)
+            rows.append([f"theirs, {name.split(' - ')[0].replace('model.output_scaling', 'alpha')}",
+                         "5-seed mean", f"{np.interp(200, a[:, 0], a[:, j]):.0f} / "
+                         f"{np.interp(400, a[:, 0], a[:, j]):.0f}",
+                         f"{R.largest_move_share(a[:, 0], a[:, j]):.3f}",
+                         f"{a[-1, j]:.0f} at {int(a[-1, 0])}"])
+    n = len(R.NTK_GRID) - 1
+    print(A.markdown(["runs", "seed", "NTK distance at 200 / 400", f"largest change over "
+                      f"{R.NTK_GRID[0]}-{R.NTK_GRID[-1]} in {n} steps of "
+                      f"{R.NTK_GRID[1] - R.NTK_GRID[0]}, share of its total variation (even: "
+                      f"{1 / n:.3f})", "at the end"], rows))
+
+
+def run_label(c):
+    """A run of Gu et al.'s or Nanda et al.'s or Singh et al.'s one-layer setting in a few words:
+    the model, the split, the fraction, the weight decay."""
+    model = (f"{c.n_layers}-layer transformer" if c.model == "transformer"
+             else f"DNN ({c.embed} input)")
+    split = "random" if c.split == "random" else f"{c.split} {c.hole}" + (
+        f", second operand offset {c.b_offset}" if c.b_offset else "")
+    return f"{model}, {split}, frac {c.frac:g}, wd {c.wd:g}"
+
+
+def med(root):
+    """Gu et al.'s "MED traces test loss more accurately" than the earlier progress measures:
+    per configuration of each copy with MED, the median over its runs of MED's Spearman
+    correlation with test loss over the checkpoints, and of each earlier measure's |Spearman|
+    (either direction; Gini the better of W_E's and W_L's), with the runs in which MED is
+    above it. Gu et al.'s setting first: the runs that reached their 30k epochs."""
+    R = claims_registry
+    ntk_runs = lambda c: any(R.singh(wd=wd)(c) for wd in R.NTK_RUNS)  # its analysed runs
+    copies = (("gu_setting", R.GU_FULL), ("nanda", verdicts.Runs("nanda", analysed=True)),
+              ("nanda_cleanup", R.NANDA_MAIN),
+              ("singh_grids", verdicts.Runs("singh_grids", ntk_runs, analysed=True)))
+    rows = []
+    for copy, group in copies:
+        runs = group.get(load)
+        groups = {}
+        for c, m, r in runs:
+            groups.setdefault(run_label(c), []).append(r)
+        for label, rs in list(groups.items()) + ([("all", [r for *_, r in runs])]
+                                                 if len(groups) > 1 else []):
+            cells = []
+            for name, keys in R.EARLIER.items():
+                beat = [R.med_beats(keys)(None, r) for r in rs]
+                theirs = [R.tracking(r, keys) for r in rs]
+                theirs = [t for t in theirs if t is not None]
+                cells.append("-" if not theirs else f"{np.median(theirs):.2f}; "
+                             f"{sum(b is True for b in beat)}/{sum(b is not None for b in beat)}")
+            med = np.median([stats.rank_corr(r["med"], r["test_loss"]) for r in rs])
+            rows.append([copy, label, str(len(rs)), f"{med:.2f}"] + cells)
+    print(A.markdown(["copy", "configuration", "runs", "MED: median Spearman with test loss"]
+                     + [f"{name}: median abs Spearman; MED above in" for name in R.EARLIER],
+                     rows))
+
+
 SECTIONS = {  # name: (REPRODUCTION.md's heading, folder (None: it reads the copies it needs),
     # what makes it, printer)
     "placements": ("LN placements on their split, through the paper's 10k-step budget",
@@ -437,6 +571,18 @@ SECTIONS = {  # name: (REPRODUCTION.md's heading, folder (None: it reads the cop
     "collapse_gpu": ("Softmax in float16 on a GPU (Prieto et al.'s Fig. 2)", "runs/prieto_fig2",
                      "bash experiments/interventions.sh --list | grep prieto_fig2 | grep "
                      "float16 | bash", metrics_table.collapse),
+    "attention": ("Attention heads as waves of one frequency (Nanda et al.)", None,
+                  "python train.py --preset nanda --split-rng nanda --seed 0 1 2 "
+                  "--out runs/nanda_regularizers", attention),
+    "nanda_released": ("Nanda et al.'s released runs beside ours: fractions, weight decay, "
+                       "excluded loss without it", None, "bash experiments/nanda.sh --list | "
+                       "bash; python train.py --preset nanda --split-rng nanda --frac 0.95 "
+                       "--seed 0 --stop-after-grok 1000 --out runs/nanda_frac95",
+                       nanda_released),
+    "ntk": ("Does the NTK move continuously? (Singh et al.)", None, "bash experiments/"
+            "singh_grids.sh --batched | grep -- --wd | bash", ntk),
+    "med": ("MED against the earlier progress measures (Gu et al.)", None,
+            "bash experiments/gu_setting.sh --batched | bash", med),
     "verdicts": ("Verdicts, claim by claim", None, "python experiments/claims.py verdicts",
                  lambda root: verdicts.main(load, claims_registry.CLAIMS)),
     "forecast": ("Forecasting grokking part-way through a run", None,
