@@ -61,3 +61,14 @@ def test_band_averages_the_seeds_at_one_step_though_they_log_at_others():
     plots.band(ax, [every_10, every_5], "v", "seeds", ("k", "-"), source=0)
     np.testing.assert_allclose(ax.lines[0].get_ydata(), ax.lines[0].get_xdata())  # v = step
     plt.close(fig)
+
+
+def test_band_draws_a_measure_taken_at_some_checkpoints_only():
+    fig, ax = plt.subplots()
+    sparse = ({"step": np.arange(0, 500, 100), "v": np.array([0, np.nan, 4, np.nan, 8.0])},)
+    never = ({"step": np.arange(0, 500, 100), "v": np.full(5, np.nan)},)
+    plots.band(ax, [sparse], "v", "seed", ("k", "-"), source=0)
+    np.testing.assert_allclose(ax.lines[0].get_ydata(), [0, 2, 4, 6, 8])  # between its values
+    plots.band(ax, [never], "v", "seed", ("k", "-"), source=0)
+    assert np.isnan(ax.lines[1].get_ydata()).all()
+    plt.close(fig)
