@@ -108,7 +108,7 @@ def test_analyze_folder_of_runs_and_skip_bad_ones(tmp_path, capsys):
     assert 0 < r["swap_share"] < 1
     summary = (tmp_path / "summary.md").read_text()
     for s in ("0 1", "ln=pre", "ln=off", "SR-train at 1000", "acc in hole", "without their swap",
-              "test acc>=0.9 at", "grad. symmetricity at generalization"):
+              "test acc>=0.9 at"):
         assert s in summary
     rows = list(csv.reader(open(tmp_path / "summary.csv")))
     peak, at_grok = (rows[0].index(f"eff. rank {s}") for s in ("peak", "at generalization"))

@@ -1,13 +1,17 @@
 """
 Each progress measure against its definition on an input whose answer is known: a pure cosine
 embedding has one key frequency, a Fourier-algorithm logit table has the restricted and excluded
-losses the papers describe, the NTK and the Hessian equal their explicit computations.
+losses the papers describe, the NTK and the Hessian equal their explicit computations, the local
+learning coefficient of a quadratic loss is d/2 and of a quartic direction less, a Clock and a
+Pizza logit table have the distance irrelevance and gradient symmetricity Zhong et al. describe,
+and their saved model A the numbers their notebook prints.
 
     python -m pytest -q test_measures.py
 """
 import math
 import os
 import random
+import sys
 import types
 
 import numpy as np
@@ -15,12 +19,16 @@ import pytest
 import torch
 from torch.autograd.functional import hessian
 
+import analyze as A
 import fourier
 import measures as M
 from conftest import HERE
 from data import make_data
 from model import Config, build_model
 from train import train
+
+sys.path.insert(0, os.path.join(HERE, "experiments"))
+import clock_pizza  # noqa: E402
 
 P = 23
 
@@ -512,3 +520,25 @@ def test_clock_pizza_measures_give_zhong_et_al_s_numbers_on_their_model_a():
     grads = M.embedding_gradients(model, t[:, :2], t[:, 2])
     sym = M.gradient_symmetricity(grads[:, 0], grads[:, 1])
     assert sym == pytest.approx(0.9936651682853699, rel=1e-7)
+
+
+def test_clock_pizza_table_per_placement_from_the_runs_analysis(tmp_path):
+    for ln in ("off", "pre"):
+        for seed in (0, 1):
+            cfg = Config(p=P, d_model=16, n_heads=2, d_mlp=32, frac=0.5, steps=20, ln=ln,
+                         seed=seed, eval_every=10, ckpt_every=10)
+            train(cfg, str(tmp_path / f"{ln}_s{seed}"), log=lambda *a: None)
+    header, rows = clock_pizza.table(str(tmp_path))
+    assert [r[0] for r in rows[:2]] == ["off (No LN)", "pre (M+A*)"]  # Singh et al.'s order
+    last = [np.load(tmp_path / f"pre_s{s}" / "analysis.npz") for s in (0, 1)]
+    pre = dict(zip(header, rows[1]))
+    for k, title in (("distance_irrelevance", "distance irrelevance, last"),
+                     ("gradient_symmetricity", "gradient symmetricity, last")):
+        assert pre[title] == A.fmt([float(r[k][-1]) for r in last], 3)
+    assert pre["distance irrelevance at generalization"] == "not reached"  # 20 steps
+    pizza = sum(clock_pizza.pizza_like(r["distance_irrelevance"][-1],
+                                       r["gradient_symmetricity"][-1]) for r in last)
+    assert pre["Pizza-like seeds (last)"] == f"{pizza}/2"
+    assert pre["gradient symmetricity vs No LN: Mann-Whitney U / p"].startswith("U ")
+    assert clock_pizza.pizza_like(*clock_pizza.ZHONG["their model A (Pizza, attention rate 0)"])
+    assert not clock_pizza.pizza_like(*clock_pizza.ZHONG["their model B (Clock, attention rate 1)"])

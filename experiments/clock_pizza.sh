@@ -3,9 +3,9 @@
 # 10k-step budget, a run stops 1000 steps after test loss reaches 0.01); analyze.py writes each
 # checkpoint's distance irrelevance and gradient symmetricity, and
 #   python experiments/clock_pizza.py runs/clock_pizza
-# prints the table. --batched: one command per placement with its five seeds (a GPU); on a CPU
-# the LN placements step at ~100 ms on a loaded 2-vCPU machine, about 4000 steps a run (No LN
-# runs to 10k), see experiments/clock_pizza.py for the measured cost.
+# prints the table. --batched: one command per configuration with its five seeds (a GPU). Cost
+# on a 2-vCPU CPU (BENCHMARKS.md): 3.4-6.6 CPU-hours of training and 2.9-5.2 of analysis, most
+# of it the local learning coefficient.
 source "$(dirname "$0")/jobs.sh"
 OUT=runs/clock_pizza
 SEEDS="456 789 111 222 333"
