@@ -13,6 +13,8 @@ A MEASURES entry also says how summary.md and the cross-run figures show it:
 A change of a measure, of a function or constant it calls or of the model code it runs (not of
 Config or of how the outputs show it) makes analyze.py recompute runs (analyze.stamp).
 """
+import copy
+import math
 import types
 from dataclasses import dataclass
 from typing import Callable
@@ -32,6 +34,24 @@ from runfiles import Stop
 N_NTK = 256       # fixed train pairs for the NTK; None: all, Singh et al.'s K (3831^2 x 0.2M MACs)
 N_ATTN = 1024     # fixed pairs for attention entropy (full forward over all positions)
 N_NEURONS = 4     # MLP neurons drawn as (a, b) heatmaps
+N_GRAD_SYM = 100  # fixed (a, b, c) triples for gradient symmetricity (Zhong et al.'s notebook: 100)
+# The local learning coefficient (sgld_llc): SGLD around the checkpoint on the full training set,
+# n beta = n / log n (devinterp's default), in float32 (llc_problem). Calibrated on the default
+# run (--ln pre --seed 0; python experiments/llc_calibration.py RUN --step S): n beta is 464, and
+# with the weights of a grokked LN model at rms ~0.01 (embeddings, W_O), a chain wandering more
+# than ~1e-3 per weight leaves the basin for chance-level loss, so gamma pins it there (the
+# stationary spread 1 / sqrt(gamma)); at gamma 1e5 or below the grokked checkpoints' chains
+# diverged. At step 2500 (test loss 0.008) the estimate moves < 1% from 25 to 200 draws, twice
+# epsilon gives 7% more, four times diverges (loss 15). Relaxation takes ~2 / (eps gamma) = 40
+# steps. One SGLD step ~0.25 s there (2 loaded vCPUs): 300 steps, ~75 s, a measured checkpoint.
+LLC_POINTS = 10   # checkpoints a run takes the LLC at, evenly over its budget (llc_every): a
+# checkpoint costs ~40-75 s of CPU (2-vCPU AMD EPYC), so a fixed count, not a fixed period, keeps
+# a 40k-step run's analysis as cheap as a 10k-step one's
+LLC_CHAINS = 2    # independent chains, chain i seeded i
+LLC_BURNIN = 50   # steps of each chain before its draws
+LLC_DRAWS = 100   # losses drawn per chain, one per step
+LLC_EPS = 5e-8    # SGLD step epsilon
+LLC_GAMMA = 1e6   # localisation gamma: the pull back to the checkpoint's weights
 
 
 # ---------------------------------------------------------------- measures on plain arrays
@@ -126,6 +146,31 @@ def spectrum_exponent(Z):
     return float(torch.linalg.lstsq(A, lam.log().unsqueeze(1)).solution[1])
 
 
+def distance_irrelevance(correct, p):
+    """Zhong et al.'s distance irrelevance (their code/eval-main.ipynb, "Distance Irrelevance"):
+    the correct logit of every pair, correct (p*p,) at row a*p + b, laid out in a table
+    T[(a+b) mod p, (a-b) mod p]; the mean over the columns (a-b) of the std down each column,
+    over the std of the whole table. ~1 for the Clock (the correct logit does not depend on the
+    distance a-b), small for the Pizza (it scales with |cos(w(a-b)/2)|). An even p folds two
+    pairs onto one cell (a+b and a-b have one parity): NaN."""
+    if p % 2 == 0:
+        return np.nan
+    a, b = torch.arange(p * p) // p, torch.arange(p * p) % p
+    T = torch.empty(p, p, dtype=torch.float64)
+    T[(a + b) % p, (a - b) % p] = correct.double()
+    return float(T.std(0, unbiased=False).mean() / T.std(unbiased=False))
+
+
+def gradient_symmetricity(grad_a, grad_b):
+    """Zhong et al.'s gradient symmetricity (eval-main.ipynb, "Gradient Symmetricity"): the mean
+    over (a, b, c) triples of the cosine between d logit_c / d E(a) and d logit_c / d E(b),
+    the gradients with respect to the two operands' input embeddings, grad_a and grad_b (N, d).
+    1 when the logits depend on E(a) + E(b) alone (the Pizza's sum); the Clock's product of
+    rotations gives cos(w(a-b)) for a triple, ~0 on average."""
+    cos = F.cosine_similarity(grad_a.double(), grad_b.double(), dim=-1, eps=0.0)
+    return float(cos.mean())
+
+
 # ---------------------------------------------------------------- measures that need the model
 
 def embedding(model, cfg, operand=0):
@@ -172,6 +217,71 @@ def hessian_top(model, x, y, block, v0=None, iters=10):
     return lam, v / v.norm()
 
 
+def embedding_gradients(model, x, c):
+    """d logit_{c_i} / d e_i for each row i of tokens x, c (N,) the classes: e (N, T, d) the
+    output of model.embed (the input embeddings, before positions are added), by a forward hook
+    that makes it a leaf of the graph. The rows are independent (no batch statistics), so one
+    backward of the summed logits gives every row's gradient. Returns (N, T, d)."""
+    leaf = []
+
+    def hook(module, args, out):
+        leaf.append(out.detach().requires_grad_())
+        return leaf[0]
+    handle = model.embed.register_forward_hook(hook)
+    try:
+        logits = model(x)
+    finally:
+        handle.remove()
+    chosen = logits[torch.arange(len(x)), c].sum()
+    return torch.autograd.grad(chosen, leaf[0])[0]
+
+
+def sgld_llc(loss, params, n, chains=LLC_CHAINS, burnin=LLC_BURNIN, draws=LLC_DRAWS, eps=LLC_EPS,
+             gamma=LLC_GAMMA):
+    """Lau et al.'s local learning coefficient at w* = the params' current values, as devinterp
+    estimates it (timaeus-research/devinterp a646b9d: src/devinterp/optim/sgld.py SGLD.step,
+    lines 204-253; slt/llc.py LLCEstimator.finalize, lines 97-108; the draw loop of
+    backends/default/slt/sampler.py sample_single_chain, lines 105-134). loss() is the mean loss
+    over the n training examples at the params' current values (full batch). Each chain starts
+    at w* and steps
+        w <- w - eps/2 (n beta grad loss(w) + gamma (w - w*)) + N(0, eps),   n beta = n / log n,
+    drawing loss(w) before each step after `burnin` steps; then
+        llc = n beta (mean of the chains' drawn losses - loss(w*)).
+    Chain i draws its noise from a generator seeded i: the estimate is the same on every call,
+    and a longer chain continues a shorter one. The params are put back to w* at the end.
+    Returns (llc, per-chain llc (chains,), drawn losses (chains, draws))."""
+    nbeta = n / math.log(n)
+    w_star = [q.detach().clone() for q in params]
+    with torch.no_grad():
+        loss_star = float(loss())
+    drawn = torch.empty(chains, draws, dtype=torch.float64)
+    try:
+        for chain in range(chains):
+            g = torch.Generator().manual_seed(chain)
+            with torch.no_grad():
+                for q, w in zip(params, w_star):
+                    q.copy_(w)
+            for t in range(burnin + draws):
+                with torch.enable_grad():  # analyze.py measures under no_grad
+                    value = loss()
+                    grads = torch.autograd.grad(value, params, allow_unused=True)  # None: unused
+                if t >= burnin:
+                    drawn[chain, t - burnin] = float(value.detach())
+                with torch.no_grad():
+                    for q, w, dq in zip(params, w_star, grads):
+                        drift = gamma * (q - w)
+                        if dq is not None:
+                            drift += nbeta * dq
+                        noise = torch.randn(q.shape, generator=g, dtype=q.dtype)
+                        q.add_(drift, alpha=-eps / 2).add_(noise, alpha=math.sqrt(eps))
+    finally:
+        with torch.no_grad():
+            for q, w in zip(params, w_star):
+                q.copy_(w)
+    per_chain = nbeta * (drawn.mean(1) - loss_star)
+    return float(per_chain.mean()), per_chain.numpy(), drawn.numpy()
+
+
 # ---------------------------------------------------------------- the context
 
 def run_context(cfg, model, final):
@@ -184,13 +294,17 @@ def run_context(cfg, model, final):
     g = torch.Generator().manual_seed(0)
     ntk_idx = torch.nonzero(train).flatten()[torch.randperm(int(train.sum()), generator=g)[:N_NTK]]
     attn_idx = torch.randperm(cfg.p * cfg.p, generator=g)[:N_ATTN]
+    valid_idx = torch.nonzero(valid).flatten()
+    sym_idx = valid_idx[torch.randint(len(valid_idx), (N_GRAD_SYM,), generator=g)]
+    sym_class = torch.randint(cfg.p, (N_GRAD_SYM,), generator=g)  # any class, as Zhong et al.
     basis = fourier_basis(cfg.p)
     load_weights(model, final)
     keys = lambda W: key_frequencies(frequency_norms(W.detach(), basis))
     # the Fourier-algorithm measures use the directions of a+b
     return types.SimpleNamespace(cfg=cfg, p=cfg.p, is_add=cfg.op == "add", x=x, y=y, valid=valid,
                                  train=train, test=valid & ~train, ntk_idx=ntk_idx,
-                                 attn_idx=attn_idx, basis=basis,
+                                 attn_idx=attn_idx, sym_idx=sym_idx, sym_class=sym_class,
+                                 basis=basis,
                                  keys=keys(neuron_logit_map(model, cfg)),
                                  keys_embed=keys(embedding(model, cfg)), memo={})
 
@@ -223,9 +337,9 @@ def load_checkpoint_into(c, model, ck):
 # masks c.train, c.test, c.valid; c.logits (one forward over every pair), c.L its first p
 # classes, c.cache that forward's cache; c.E the first operand's embedding (c.E_b the
 # second's), c.basis the Fourier basis, c.keys / c.keys_embed the key frequencies of W_L /
-# W_E, c.is_add; fixed example sets c.ntk_idx, c.attn_idx; and c.memo, a dict kept over the
-# run's checkpoints (for state such as the NTK at the first checkpoint). It returns a number or
-# an array of one shape at every checkpoint.
+# W_E, c.is_add; fixed example sets c.ntk_idx, c.attn_idx, c.sym_idx (pairs) with c.sym_class
+# (a class each); and c.memo, a dict kept over the run's checkpoints (for state such as the NTK
+# at the first checkpoint). It returns a number or an array of one shape at every checkpoint.
 
 
 @dataclass(frozen=True)
@@ -292,6 +406,43 @@ def hessian(c, block):
     return lam
 
 
+def clock_pizza_gradients(c):
+    """Gradient symmetricity of the checkpoint on its fixed triples; NaN for a model without
+    learned input embeddings (one-hot operands)."""
+    if not hasattr(c.model, "embed"):
+        return np.nan
+    with torch.enable_grad():
+        grads = embedding_gradients(c.model, c.x[c.sym_idx], c.sym_class)
+    return gradient_symmetricity(grads[:, 0], grads[:, 1])
+
+
+def llc_problem(c):
+    """(loss, params, n) for sgld_llc at the checkpoint: the training pairs' mean cross-entropy
+    (the model's negative log-likelihood, for a --loss stablemax run too) as a function of the
+    parameters of a float32 copy of the model (SGLD's noise dwarfs float32 rounding, and a step
+    costs 2.6x less than in float64), full batch."""
+    model = copy.deepcopy(c.model).float()
+    x, y = c.x[c.train], c.y[c.train]
+    return lambda: F.cross_entropy(model(x), y), list(model.parameters()), len(y)
+
+
+def llc_every(cfg):
+    """The period of the checkpoints that take the LLC: about steps / LLC_POINTS, a multiple of
+    the checkpoint period (so that it falls on checkpoints), at least one period."""
+    period = cfg.steps // LLC_POINTS // cfg.ckpt_every * cfg.ckpt_every
+    return max(cfg.ckpt_every, period)
+
+
+def llc_chains(c):
+    """The local learning coefficient of each SGLD chain (sgld_llc) at the checkpoints whose
+    step is a multiple of llc_every(cfg); NaN at the others."""
+    if c.step % llc_every(c.cfg):
+        return np.full(LLC_CHAINS, np.nan)
+    if ("llc", c.step) not in c.memo:  # once a checkpoint: "llc" reads it too
+        c.memo["llc", c.step] = sgld_llc(*llc_problem(c))[1]
+    return c.memo["llc", c.step]
+
+
 MEASURES = {  # name in analysis.npz -> Measure(function of the checkpoint's context, display)
     "step": Measure(lambda c: c.step),
     "train_loss": Measure(lambda c: ce(c.logits[c.train], c.y[c.train])),
@@ -342,6 +493,17 @@ MEASURES = {  # name in analysis.npz -> Measure(function of the checkpoint's con
     "weight_norm": Measure(lambda c: sum(float((q ** 2).sum()) for q in c.model.parameters())),
     "hessian_embed": Measure(lambda c: hessian(c, "embed.weight")),
     "hessian_fc1": Measure(lambda c: hessian(c, "fc1.weight")),
+    # Lau et al.'s local learning coefficient (devinterp's estimator), at LLC_POINTS checkpoints
+    "llc_chains": Measure(llc_chains),
+    "llc": Measure(lambda c: float(np.mean(llc_chains(c))),
+                   figure=f"local learning coefficient ({LLC_POINTS} checkpoints a run)"),
+    # Zhong et al.'s Clock (distance irrelevance ~1, gradient symmetricity low) or Pizza (both
+    # the other way); distance irrelevance reads a + b, so addition only. No summary.md column:
+    # its statistics show a key that a copy's analysis.npz predates as "not reached" (analyze.at)
+    "distance_irrelevance": Measure(
+        lambda c: distance_irrelevance(c.logits[torch.arange(len(c.y)), c.y], c.p)
+        if c.is_add else np.nan, figure="distance irrelevance"),
+    "gradient_symmetricity": Measure(clock_pizza_gradients, figure="gradient symmetricity"),
     "fourier_embed": Measure(lambda c: frequency_norms(c.E, c.basis).numpy()),
     "fourier_logit": Measure(
         lambda c: frequency_norms(neuron_logit_map(c.model, c.cfg), c.basis).numpy()),

@@ -185,13 +185,20 @@ def cross_run_figures(root, groups, grok, dots, sweeps, thr, measures=()):
 
 def band(ax, runs, key, label, style, source=1):
     """Mean over seeds and a min-max band; source 0: metrics, 1: analysis. On the steps of the
-    longest run, each run interpolated there (seeds may log at other steps); a run that stopped
-    early (--stop-after-grok) keeps its last value, as summary.mean_curve_step."""
+    longest run, each run interpolated there between the steps it has a value at (seeds may log
+    at other steps; a measure may be taken at some checkpoints only, NaN at the others); a run
+    that stopped early (--stop-after-grok) keeps its last value, as summary.mean_curve_step."""
     color, ls = style
     steps = max((x[source]["step"] for x in runs), key=len)
-    ys = np.stack([np.interp(steps, x[source]["step"], x[source][key]) for x in runs])
+    ys = np.stack([interp_finite(steps, x[source]["step"], x[source][key]) for x in runs])
     ax.plot(steps, ys.mean(0), color=color, ls=ls, label=label)
     ax.fill_between(steps, ys.min(0), ys.max(0), color=color, alpha=0.2)
+
+
+def interp_finite(steps, xs, ys):
+    """ys (at steps xs) at `steps`, linear between its finite values; NaN if it has none."""
+    ok = np.isfinite(ys)
+    return np.interp(steps, xs[ok], ys[ok]) if ok.any() else np.full(len(steps), np.nan)
 
 
 def loss_by_config(path, groups, styles, thr):

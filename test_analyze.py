@@ -64,17 +64,25 @@ def test_analyze_folder_of_runs_and_skip_bad_ones(tmp_path, capsys):
     assert r["ntk_distance"][0] == 0 and r["ntk_distance"][-1] > 0
     assert r["fourier_embed"].shape == (3, P // 2 + 1)
     assert r["attn_entropy_heads"].shape == (3, 4)
+    # the LLC at the multiples of llc_every (here every checkpoint: 40 steps), the Clock /
+    # Pizza signatures at every checkpoint
+    assert np.isfinite(r["llc"]).tolist() == [True, True, True]
+    assert r["llc_chains"].shape == (3, M.LLC_CHAINS)
+    assert np.isfinite(r["distance_irrelevance"]).all()
+    assert np.isfinite(r["gradient_symmetricity"]).all()
     assert np.isfinite(r["hessian_embed"]).all() == False  # transformer: no Hessian measure
     assert np.isfinite(dict(np.load(tmp_path / "mlp_s0" / "analysis.npz"))["hessian_embed"]).all()
     dnn = dict(np.load(tmp_path / "dnn_s0" / "analysis.npz"))
     assert np.isfinite(dnn["ntk_distance"]).all() and np.isfinite(dnn["med_hidden"]).all()
+    assert np.isnan(dnn["gradient_symmetricity"]).all()  # one-hot operands: no embedding
     r = dict(np.load(offset / "analysis.npz"))  # the strip's a <= 4 are no b's tokens
     assert all(np.isfinite(r[k]).all() for k in ("med", "c_fourier", "gini_embed", "hole_acc"))
     assert np.isnan(r["hole_acc_shared"]) and np.isfinite(r["hole_acc_unshared"])
     for f in ("curves", "fourier_embed", "progress", "med_cfourier_entropy", "heatmaps"):
         assert (tmp_path / "pre_s0" / "figures" / f"{f}.png").stat().st_size > 10000
     for f in ("loss_by_config", "steps_to_generalize", "c_fourier_by_config",
-              "sr_train_by_config", "sweep_lr", "update_norm_by_config"):
+              "sr_train_by_config", "sweep_lr", "update_norm_by_config", "llc_by_config",
+              "distance_irrelevance_by_config", "gradient_symmetricity_by_config"):
         assert (tmp_path / "figures" / f"{f}.png").exists()
     # test accuracy in and out of the hole a, b <= 4, by hand
     ck = torch.load(hole / "ckpt" / "step_000200.pt", weights_only=True)

@@ -1,11 +1,17 @@
 """
 Each progress measure against its definition on an input whose answer is known: a pure cosine
 embedding has one key frequency, a Fourier-algorithm logit table has the restricted and excluded
-losses the papers describe, the NTK and the Hessian equal their explicit computations.
+losses the papers describe, the NTK and the Hessian equal their explicit computations, the local
+learning coefficient of a quadratic loss is d/2 and of a quartic direction less, a Clock and a
+Pizza logit table have the distance irrelevance and gradient symmetricity Zhong et al. describe,
+and their saved model A the numbers their notebook prints.
 
     python -m pytest -q test_measures.py
 """
 import math
+import os
+import random
+import sys
 import types
 
 import numpy as np
@@ -13,11 +19,16 @@ import pytest
 import torch
 from torch.autograd.functional import hessian
 
+import summary as S
 import fourier
 import measures as M
 from config import Config
+from conftest import HERE, train_alone
 from data import make_data
 from model import build_model
+
+sys.path.insert(0, os.path.join(HERE, "experiments"))
+import clock_pizza  # noqa: E402
 
 P = 23
 
@@ -328,3 +339,213 @@ def test_hessian_top_eigenvalue_equals_the_explicit_hessian():
     # power iteration: the eigenvalue largest in magnitude
     expected = top[-1] if top[-1].abs() >= top[0].abs() else top[0]
     assert lam == pytest.approx(float(expected), rel=1e-4)
+
+
+# ---------------------------------------------------------------- local learning coefficient
+
+def test_sgld_llc_steps_as_devinterp_s_update_written_out():
+    n, eps, gamma = 1000, 1e-3, 50.0
+    a = torch.tensor([1.0, 4.0], dtype=torch.float64)
+    w_star = torch.tensor([0.3, -0.2], dtype=torch.float64)
+    w = w_star.clone().requires_grad_()
+    loss = lambda: (a * w ** 2).sum() / 2
+    llc, per_chain, drawn = M.sgld_llc(loss, [w], n, chains=2, burnin=1, draws=2, eps=eps,
+                                       gamma=gamma)
+    nbeta = n / math.log(n)
+    for chain in range(2):  # w <- w - eps/2 (n beta grad L + gamma (w - w*)) + N(0, eps)
+        g, v, want = torch.Generator().manual_seed(chain), w_star.clone(), []
+        for _ in range(3):
+            want.append(float((a * v ** 2).sum() / 2))
+            xi = torch.randn(2, generator=g, dtype=torch.float64)
+            v = v - eps / 2 * (nbeta * a * v + gamma * (v - w_star)) + math.sqrt(eps) * xi
+        assert drawn[chain] == pytest.approx(want[1:], rel=1e-12)  # the burn-in step dropped
+        loss_star = float((a * w_star ** 2).sum() / 2)
+        assert per_chain[chain] == pytest.approx(nbeta * (np.mean(want[1:]) - loss_star))
+    assert llc == pytest.approx(per_chain.mean())
+    assert torch.equal(w.detach(), w_star)  # put back at w*
+    longer = M.sgld_llc(loss, [w], n, chains=2, burnin=1, draws=5, eps=eps, gamma=gamma)[2]
+    np.testing.assert_array_equal(longer[:, :2], drawn)  # a longer chain continues a shorter
+
+
+def test_sgld_llc_of_a_regular_quadratic_is_half_the_dimension():
+    """L = sum a_i w_i^2 / 2 in d = 4: learning coefficient d/2. The chain's expected draws
+    written out: coordinate i is Gaussian with variance eps (1 - r^2t) / (1 - r^2) at step t,
+    r = 1 - eps k / 2, k = n beta a_i + gamma (d/2 = 2 as eps -> 0 and gamma / n beta -> 0)."""
+    n, eps, gamma, burnin, draws = 10 ** 4, 1e-4, 1.0, 100, 2000
+    a = torch.tensor([1.0, 2.0, 0.5, 3.0], dtype=torch.float64)
+    w = torch.zeros(4, dtype=torch.float64, requires_grad=True)
+    llc, per_chain, _ = M.sgld_llc(lambda: (a * w ** 2).sum() / 2, [w], n, chains=8,
+                                   burnin=burnin, draws=draws, eps=eps, gamma=gamma)
+    nbeta = n / math.log(n)
+    r = 1 - eps * (nbeta * a + gamma) / 2
+    t = torch.arange(burnin, burnin + draws, dtype=torch.float64)[:, None]
+    expected = float(nbeta * (a / 2 * eps * (1 - r ** (2 * t)) / (1 - r ** 2)).sum(1).mean())
+    assert expected == pytest.approx(2.0, rel=0.05)  # its step's bias: +4.6%
+    assert llc == pytest.approx(expected, abs=3 * per_chain.std() / math.sqrt(8))
+    assert llc == pytest.approx(2.0, rel=0.1)
+
+
+def test_sgld_llc_of_a_degenerate_direction_is_smaller():
+    """L = w1^2 / 2 + w2^4: learning coefficient 1/2 + 1/4 (t V for V homogeneous of degree k
+    in d variables has mean d / k under exp(-t V)), below the regular 1 of two parameters. The
+    localised posterior's n beta E[L] by quadrature as the reference."""
+    n, gamma = 10 ** 4, 1.0
+    nbeta = n / math.log(n)
+    w = torch.zeros(2, dtype=torch.float64, requires_grad=True)
+    llc, per_chain, _ = M.sgld_llc(lambda: w[0] ** 2 / 2 + w[1] ** 4, [w], n, chains=8,
+                                   burnin=300, draws=2000, eps=1e-4, gamma=gamma)
+    u = np.linspace(-2, 2, 400001)
+    density = np.exp(-nbeta * u ** 4 - gamma * u ** 2 / 2)
+    reference = nbeta / (2 * (nbeta + gamma)) + nbeta * (u ** 4 * density).sum() / density.sum()
+    assert reference == pytest.approx(0.75, abs=0.005)
+    assert llc == pytest.approx(reference, abs=max(0.06, 3 * per_chain.std() / math.sqrt(8)))
+    assert llc < 0.9
+
+
+def test_llc_every_is_a_checkpoint_period_giving_about_llc_points_a_run():
+    assert M.llc_every(Config(steps=10000, ckpt_every=100)) == 1000
+    assert M.llc_every(Config(steps=40000, ckpt_every=400)) == 4000
+    assert M.llc_every(Config(steps=30000, ckpt_every=1000)) == 3000
+    assert M.llc_every(Config(steps=45, ckpt_every=20)) == 20  # at least one period
+
+
+def test_llc_only_at_every_llc_every_steps_on_a_float32_copy():
+    cfg = Config(p=P, d_model=8, n_heads=2, d_mlp=16, frac=0.5)
+    model = build_model(cfg).double()
+    ck = {"model": model.state_dict(), "step": M.llc_every(cfg) + 1}
+    c = M.run_context(cfg, model, ck)
+    M.load_checkpoint_into(c, model, ck)
+    assert np.isnan(M.MEASURES["llc"].fn(c)) and M.MEASURES["llc_chains"].fn(c).shape == (2,)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    c.step = 2 * M.llc_every(cfg)
+    with torch.no_grad():  # as analyze.py measures
+        chains = M.MEASURES["llc_chains"].fn(c)
+    loss, params, n = M.llc_problem(c)
+    assert params[0].dtype == torch.float32 and n == int(c.train.sum())
+    assert chains.tolist() == M.sgld_llc(loss, params, n)[1].tolist()
+    assert M.MEASURES["llc"].fn(c) == pytest.approx(chains.mean())
+    assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())
+
+
+# ---------------------------------------------------------------- Clock and Pizza
+
+def test_distance_irrelevance_of_logit_tables_by_hand():
+    p = 11
+    a, b = torch.arange(p * p) // p, torch.arange(p * p) % p
+    g = torch.cos(2 * math.pi * 3 * ((a + b) % p) / p)  # variance 1/2 over a full period
+    h = 0.5 * torch.sin(2 * math.pi * 2 * ((a - b) % p) / p)  # variance 1/8
+    assert M.distance_irrelevance(g, p) == pytest.approx(1.0)  # a + b alone: the Clock
+    assert M.distance_irrelevance(h + 3, p) < 1e-12  # a - b alone: the Pizza's |cos(w(a-b)/2)|
+    want = math.sqrt(0.5) / math.sqrt(0.5 + 0.125)  # each column holds every a + b once
+    assert M.distance_irrelevance(g + h, p) == pytest.approx(want)
+    assert np.isnan(M.distance_irrelevance(torch.ones(12 * 12), 12))
+
+
+class CircleModel(torch.nn.Module):
+    """Tokens [a, b, '='] -> p logits, from a circle embedding E(t) = (cos wt, sin wt): the Clock
+    multiplies the rotations, logit_c = Re(z_a z_b conj(z_c)) = cos(w(a+b-c)); the Pizza reads the
+    sum s = E(a) + E(b), logit_c = (s . (cos(wc/2), sin(wc/2)))^2."""
+
+    def __init__(self, p, k, pizza):
+        super().__init__()
+        w = 2 * math.pi * k * torch.arange(p + 1, dtype=torch.float64) / p
+        self.embed = torch.nn.Embedding(p + 1, 2).double()
+        with torch.no_grad():
+            self.embed.weight.copy_(torch.stack([torch.cos(w), torch.sin(w)], 1))
+        self.w, self.pizza = w[:p], pizza
+
+    def forward(self, tokens):
+        e = self.embed(tokens)                                       # (N, 3, 2)
+        if self.pizza:
+            s = e[:, 0] + e[:, 1]
+            half = torch.stack([torch.cos(self.w / 2), torch.sin(self.w / 2)], 1)  # (p, 2)
+            return (s @ half.T) ** 2
+        za, zb = torch.complex(e[:, 0, 0], e[:, 0, 1]), torch.complex(e[:, 1, 0], e[:, 1, 1])
+        return (za * zb)[:, None].mul(torch.exp(-1j * self.w)).real
+
+
+def test_gradient_symmetricity_of_a_clock_and_a_pizza():
+    p, k = 13, 3
+    g = torch.Generator().manual_seed(0)
+    pairs = torch.randint(p * p, (100,), generator=g)
+    x = torch.stack([pairs // p, pairs % p, torch.full_like(pairs, p)], 1)
+    c = types.SimpleNamespace(x=x, sym_idx=torch.arange(100), sym_class=torch.randint(p, (100,)))
+    c.model = CircleModel(p, k, pizza=True)
+    assert M.MEASURES["gradient_symmetricity"].fn(c) == pytest.approx(1.0)
+    c.model = CircleModel(p, k, pizza=False)  # the cosine of cos(w(b-c)), -sin(w(b-c)) and a's
+    want = torch.cos(2 * math.pi * k * (x[:, 0] - x[:, 1]).double() / p).mean()
+    assert M.MEASURES["gradient_symmetricity"].fn(c) == pytest.approx(float(want))
+    c.model = build_model(Config(model="mlp", embed="onehot", p=p))
+    assert np.isnan(M.MEASURES["gradient_symmetricity"].fn(c))
+
+
+class ZhongModelA(torch.nn.Module):
+    """Zhong et al.'s one-layer transformer (their eval-main.ipynb) at attention rate 0, where
+    every attention weight is 1 (softmax x 0 + 1): tokens [a, b] -> logits over c at b."""
+
+    def __init__(self, w):
+        super().__init__()
+        self.w = {k: torch.from_numpy(v) for k, v in w.items()}
+        self.embed = self.Embed(self.w["embed.W_E"])
+
+    class Embed(torch.nn.Module):  # theirs: W_E (d, p)[:, x] -> (N, 2, d)
+        def __init__(self, W_E):
+            super().__init__()
+            self.W_E = W_E
+
+        def forward(self, x):
+            return self.W_E[:, x].permute(1, 2, 0)
+
+    def forward(self, x):
+        w = self.w
+        h = self.embed(x) + w["pos_embed.W_pos"]                            # (N, 2, d)
+        v = torch.einsum("ihd,bpd->biph", w["blocks.0.attn.W_V"], h)        # (N, H, 2, dh)
+        z = v.sum(2, keepdim=True).expand(-1, -1, 2, -1)                    # every weight 1
+        h = h + z.transpose(1, 2).flatten(2) @ w["blocks.0.attn.W_O"].T
+        hidden = torch.relu(h @ w["blocks.0.mlp.W_in"].T + w["blocks.0.mlp.b_in"])
+        h = h + hidden @ w["blocks.0.mlp.W_out"].T + w["blocks.0.mlp.b_out"]
+        return (h @ w["unembed.W_U"])[:, -1]                                # (N, p)
+
+
+def test_clock_pizza_measures_give_zhong_et_al_s_numbers_on_their_model_a():
+    """Their saved model A (fjzzq2002/pizza 4c7f2f3, code/save/model_p99zdpze5l.pt, MIT
+    licence; p 59, attention rate 0), the weights its forward reads, in float32 as theirs.
+    Their notebook prints distance irrelevance 0.17173645661473538 (the correct logit over
+    every pair) and gradient symmetricity 0.9936651682853699 (100 triples (a, b, c) of
+    random.Random(42).shuffle over all p^3)."""
+    p = 59
+    with np.load(os.path.join(HERE, "reproduction", "sources", "pizza_model_a.npz")) as f:
+        model = ZhongModelA(dict(f))
+    x = torch.tensor([[a, b] for a in range(p) for b in range(p)])
+    y = (x[:, 0] + x[:, 1]) % p
+    with torch.no_grad():
+        correct = model(x)[torch.arange(p * p), y]
+    assert M.distance_irrelevance(correct, p) == pytest.approx(0.17173645661473538, rel=1e-6)
+    triples = [(a, b, c) for a in range(p) for b in range(p) for c in range(p)]
+    random.Random(42).shuffle(triples)
+    t = torch.tensor(triples[:100])
+    grads = M.embedding_gradients(model, t[:, :2], t[:, 2])
+    sym = M.gradient_symmetricity(grads[:, 0], grads[:, 1])
+    assert sym == pytest.approx(0.9936651682853699, rel=1e-7)
+
+
+def test_clock_pizza_table_per_placement_from_the_runs_analysis(tmp_path):
+    for ln in ("off", "pre"):
+        for seed in (0, 1):
+            cfg = Config(p=P, d_model=16, n_heads=2, d_mlp=32, frac=0.5, steps=20, ln=ln,
+                         seed=seed, eval_every=10, ckpt_every=10)
+            train_alone(cfg, str(tmp_path / f"{ln}_s{seed}"), log=lambda *a: None)
+    header, rows = clock_pizza.table(str(tmp_path))
+    assert [r[0] for r in rows[:2]] == ["off (No LN)", "pre (M+A*)"]  # Singh et al.'s order
+    last = [np.load(tmp_path / f"pre_s{s}" / "analysis.npz") for s in (0, 1)]
+    pre = dict(zip(header, rows[1]))
+    for k, title in (("distance_irrelevance", "distance irrelevance, last"),
+                     ("gradient_symmetricity", "gradient symmetricity, last")):
+        assert pre[title] == S.fmt([float(r[k][-1]) for r in last], 3)
+    assert pre["distance irrelevance at generalization"] == "not reached"  # 20 steps
+    pizza = sum(clock_pizza.pizza_like(r["distance_irrelevance"][-1],
+                                       r["gradient_symmetricity"][-1]) for r in last)
+    assert pre["Pizza-like seeds (last)"] == f"{pizza}/2"
+    assert pre["gradient symmetricity vs No LN: Mann-Whitney U / p"].startswith("U ")
+    assert clock_pizza.pizza_like(*clock_pizza.ZHONG["their model A (Pizza, attention rate 0)"])
+    assert not clock_pizza.pizza_like(*clock_pizza.ZHONG["their model B (Clock, attention rate 1)"])

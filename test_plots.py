@@ -89,3 +89,14 @@ def test_save_writes_through_a_temp_file_of_its_own_and_removes_it_on_failure(tm
         plots.save(fig, str(tmp_path / "acc.png"))
     assert sorted(os.listdir(tmp_path)) == ["loss.png", "loss.png.222.tmp.png"]
     assert open(other, "rb").read() == b"half" and not plt.fignum_exists(fig.number)
+
+
+def test_band_draws_a_measure_taken_at_some_checkpoints_only():
+    fig, ax = plt.subplots()
+    sparse = ({"step": np.arange(0, 500, 100), "v": np.array([0, np.nan, 4, np.nan, 8.0])},)
+    never = ({"step": np.arange(0, 500, 100), "v": np.full(5, np.nan)},)
+    plots.band(ax, [sparse], "v", "seed", ("k", "-"), source=0)
+    np.testing.assert_allclose(ax.lines[0].get_ydata(), [0, 2, 4, 6, 8])  # between its values
+    plots.band(ax, [never], "v", "seed", ("k", "-"), source=0)
+    assert np.isnan(ax.lines[1].get_ydata()).all()
+    plt.close(fig)
