@@ -367,7 +367,7 @@ def attention(root):
                     + [f"{np.mean([fve for _, fve in fits]):.1%}"])
     rows.append(["paper (their mainline)", "5 of them"]
                 + [f"{v:.2%}" for v in R.NANDA_HEAD_FVE] + [f"{np.mean(R.NANDA_HEAD_FVE):.1%}"])
-    print(A.markdown(["run", "key frequencies (W_L)"] + [f"head {h}: best k, share of variance"
+    print(S.markdown(["run", "key frequencies (W_L)"] + [f"head {h}: best k, share of variance"
                                                          for h in range(4)] + ["mean"], rows))
 
 
@@ -377,7 +377,7 @@ def nanda_released(root):
     their split; then excluded loss with and without weight decay, seed by seed (the paper's
     key rule on W_L at the last checkpoint picks the frequencies it excludes)."""
     R, theirs = claims_registry, claims_registry.NANDA_RELEASED
-    steps = lambda runs: " / ".join(f"s{c.seed}: {grok_step(m) or A.unfinished(c, m)}"
+    steps = lambda runs: " / ".join(f"s{c.seed}: {grok_step(m) or S.unfinished(c, m)}"
                                     for c, m, _ in runs)
     wd1 = verdicts.Runs("nanda_cleanup").get(load)
     rows = [["frac 0.25 / 0.28", f"{theirs['frac 0.25']} / {theirs['frac 0.28']}",
@@ -391,7 +391,7 @@ def nanda_released(root):
             ["wd 0 (theirs: frac >= 0.9, from its weights)", str(theirs["no wd"]),
              "frac 0.3: " + steps(verdicts.Runs("nanda", R.field(wd=0.0)).get(load))
              + " (nanda, this project's split)"]]
-    print(A.markdown(["run (wd 1 unless named)", "theirs: test loss <= 0.01 at epoch",
+    print(S.markdown(["run (wd 1 unless named)", "theirs: test loss <= 0.01 at epoch",
                       "ours, per seed"], rows))
     rows = []
     for copy, wd in (("nanda", 0.0), ("nanda", 1.0), ("nanda_cleanup", 1.0)):
@@ -401,7 +401,7 @@ def nanda_released(root):
             rows.append([f"{copy} s{c.seed}", f"{wd:g}", c.split_rng, str(r["keys"].tolist()),
                          f"{ex[0]:.3g} / {ex.min():.3g} / {ex[-1]:.3g}",
                          f"{R.largest_rise(ex):.3g}", str(grok_step(m) or "-")])
-    print(A.markdown(["run", "wd", "split", "key frequencies (W_L, last checkpoint)",
+    print(S.markdown(["run", "wd", "split", "key frequencies (W_L, last checkpoint)",
                       "excluded loss at 0 / lowest / last", "largest rise above its lowest so "
                       "far", "test loss <= 0.01 at"], rows))
 
@@ -418,8 +418,8 @@ def ntk(root):
         runs = group.get(load)
         for c, m, r in runs:
             share = R.largest_move_share(r["step"], r["ntk_distance"])
-            rows.append([f"wd {wd:g}", f"s{c.seed}", f"{A.at(r, 'ntk_distance', 200):.0f} / "
-                         f"{A.at(r, 'ntk_distance', 400):.0f}", f"{share:.3f}",
+            rows.append([f"wd {wd:g}", f"s{c.seed}", f"{S.at(r, 'ntk_distance', 200):.0f} / "
+                         f"{S.at(r, 'ntk_distance', 400):.0f}", f"{share:.3f}",
                          f"{r['ntk_distance'][-1]:.0f} at {int(r['step'][-1])}"])
         res = R.seed_mean_curve(group, "ntk_distance", R.largest_move_share, np.nan)(load)
         rows.append([f"wd {wd:g}", "seed-mean curve", "-",
@@ -434,7 +434,7 @@ def ntk(root):
                          f"{R.largest_move_share(a[:, 0], a[:, j]):.3f}",
                          f"{a[-1, j]:.0f} at {int(a[-1, 0])}"])
     n = len(R.NTK_GRID) - 1
-    print(A.markdown(["runs", "seed", "NTK distance at 200 / 400", f"largest change over "
+    print(S.markdown(["runs", "seed", "NTK distance at 200 / 400", f"largest change over "
                       f"{R.NTK_GRID[0]}-{R.NTK_GRID[-1]} in {n} steps of "
                       f"{R.NTK_GRID[1] - R.NTK_GRID[0]}, share of its total variation (even: "
                       f"{1 / n:.3f})", "at the end"], rows))
@@ -478,7 +478,7 @@ def med(root):
                              f"{sum(b is True for b in beat)}/{sum(b is not None for b in beat)}")
             med = np.median([stats.rank_corr(r["med"], r["test_loss"]) for r in rs])
             rows.append([copy, label, str(len(rs)), f"{med:.2f}"] + cells)
-    print(A.markdown(["copy", "configuration", "runs", "MED: median Spearman with test loss"]
+    print(S.markdown(["copy", "configuration", "runs", "MED: median Spearman with test loss"]
                      + [f"{name}: median abs Spearman; MED above in" for name in R.EARLIER],
                      rows))
 
