@@ -28,8 +28,12 @@ def all_pairs(cfg):
     """Every pair [a, b, '='] as tokens (row a*p + b), its label, and whether it exists
     (div: b != 0). b's token is b + b_offset; '=' is the last token."""
     p = cfg.p
-    a, b = (t.flatten() for t in torch.meshgrid(torch.arange(p), torch.arange(p), indexing="ij"))
-    valid = b != 0 if cfg.op == "div" else torch.ones(p * p, dtype=torch.bool)
+    a_grid, b_grid = torch.meshgrid(torch.arange(p), torch.arange(p), indexing="ij")
+    a, b = a_grid.flatten(), b_grid.flatten()
+    if cfg.op == "div":
+        valid = b != 0
+    else:
+        valid = torch.ones(p * p, dtype=torch.bool)
     y = torch.zeros(p * p, dtype=torch.long)
     y[valid] = OPS[cfg.op](a[valid], b[valid], p)
     return torch.stack([a, b + cfg.b_offset, torch.full_like(a, cfg.n_vocab - 1)], 1), y, valid
@@ -48,7 +52,8 @@ def hole_mask(cfg):
 
 def train_mask(cfg, valid):
     """Which pairs are trained on: a seeded split of the valid pairs."""
-    p, seed = cfg.p, cfg.seed if cfg.data_seed is None else cfg.data_seed
+    p = cfg.p
+    seed = cfg.seed if cfg.data_seed is None else cfg.data_seed
     n_train = int(cfg.frac * int(valid.sum()))
     g = torch.Generator().manual_seed(seed)
     if cfg.split_rng != "torch":
@@ -63,7 +68,9 @@ def train_mask(cfg, valid):
         # Frequency-aware sampling (AlQuabeh et al.): pairs (a, pi(a + s)) for a random relabelling
         # pi and distinct shifts s. Each shift is a perfect matching, so whole shifts give every
         # operand the same count at both positions and the last, partial one adds at most 1.
-        pi, shifts, order = (torch.randperm(p, generator=g) for _ in range(3))
+        pi = torch.randperm(p, generator=g)
+        shifts = torch.randperm(p, generator=g)
+        order = torch.randperm(p, generator=g)
         cand = torch.cat([order * p + pi[(order + s) % p] for s in shifts])
         cand = cand[valid[cand]]
     else:
@@ -106,8 +113,10 @@ class Batches:
         if epoch != self.epoch:
             rng = np.random.default_rng([self.cfg.seed, 1, epoch])  # a stream per run and epoch
             self.epoch = epoch
-            self.order = rng.permutation(len(self.x)) if self.cfg.sampling == "random" \
-                else balanced_order(self.x, self.cfg.batch_size, rng)
+            if self.cfg.sampling == "random":
+                self.order = rng.permutation(len(self.x))
+            else:
+                self.order = balanced_order(self.x, self.cfg.batch_size, rng)
         B = self.cfg.batch_size
         return self.order[i * B:(i + 1) * B]
 
@@ -120,7 +129,8 @@ def balanced_order(x, B, rng):
     V = int(x.max()) + 1
     left, out = np.arange(len(x)), []
     while len(left):
-        batch, used_a, used_b = [], np.zeros(V, bool), np.zeros(V, bool)
+        batch = []
+        used_a, used_b = np.zeros(V, bool), np.zeros(V, bool)  # tokens the batch holds as a, b
         while len(batch) < B and len(left):
             a, b = x[left, 0], x[left, 1]
             ok = ~used_a[a] & ~used_b[b]
@@ -151,5 +161,7 @@ def token_shares(cfg, x_train):
 
 def token_frequency(cfg, x_train):
     """The mean of token_shares: f_E of AlQuabeh et al.'s rule (1 with full batches)."""
-    return 1.0 if cfg.batch_size is None else float(token_shares(cfg, x_train).mean())
+    if cfg.batch_size is None:
+        return 1.0
+    return float(token_shares(cfg, x_train).mean())
 
