@@ -90,10 +90,11 @@ def make_data(cfg):
 
 
 class Batches:
-    """A run's mini-batches: without replacement within an epoch (floor(N/B) steps; the N mod B
-    examples an epoch's order leaves last wait for the next one), in a fresh seeded order each
-    epoch. The batch of step t is a function of the seed and t alone, so --resume continues
-    exactly with no sampler state to save, and analysis can recount which tokens each step saw.
+    """A run's mini-batches of B = --batch-size examples: without replacement within an epoch
+    (floor(N/B) steps; the N mod B examples an epoch's order leaves last wait for the next one),
+    in a fresh seeded order each epoch. The batch of step t is a function of the seed and t
+    alone, so --resume continues exactly with no sampler state to save, and analysis can
+    recount which tokens each step saw.
 
     random: a uniform shuffle. balanced: the order is a chain of matchings, sets of examples
     in which no operand token occurs twice at one position, most-frequent tokens first, so a
@@ -121,7 +122,7 @@ class Batches:
         return self.order[i * B:(i + 1) * B]
 
 
-def balanced_order(x, B, rng):
+def balanced_order(x, batch_size, rng):
     """An order of the rows of x (N, 3), built batch by batch: a batch takes rows whose a and
     b it does not hold yet (a matching; when none is left, a second one on top), preferring
     rows whose operands have the most rows still to place (random among equals), so that no
@@ -131,7 +132,7 @@ def balanced_order(x, B, rng):
     while len(left):
         batch = []
         used_a, used_b = np.zeros(V, bool), np.zeros(V, bool)  # tokens the batch holds as a, b
-        while len(batch) < B and len(left):
+        while len(batch) < batch_size and len(left):
             a, b = x[left, 0], x[left, 1]
             ok = ~used_a[a] & ~used_b[b]
             if not ok.any():  # every remaining row repeats a token: start a second matching
@@ -141,7 +142,7 @@ def balanced_order(x, B, rng):
             cand = left[ok][np.lexsort((rng.random(len(todo)), -todo))]   # most to place first
             cand = cand[np.sort(np.unique(x[cand, 0], return_index=True)[1])]  # one row per a
             cand = cand[np.sort(np.unique(x[cand, 1], return_index=True)[1])]  # ... and per b
-            cand = cand[:B - len(batch)]
+            cand = cand[:batch_size - len(batch)]
             used_a[x[cand, 0]], used_b[x[cand, 1]] = True, True
             batch.extend(cand)
             left = np.setdiff1d(left, cand, assume_unique=True)
