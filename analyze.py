@@ -19,6 +19,7 @@ import sys
 import time
 import types
 from collections import Counter
+from dataclasses import replace
 
 import numpy as np
 import torch
@@ -139,8 +140,9 @@ def stamp(paths):
     # (its summary column, its figure) changes no stored value
     found = {f"{os.path.basename(source_file(measure))}:{name}": "the roots"
              for name in ("MEASURES", "FINAL")}
-    roots = [("measure", measure)] + [(k, m.fn) for k, m in MEASURES.items()] + \
-        list(FINAL.items())
+    roots = [("measure", measure)]
+    roots += [(k, m.fn) for k, m in MEASURES.items()]
+    roots += list(FINAL.items())
     for _, f in roots:
         called(f, found)
     code = [(name, inspect.getsource(f)) for name, f in roots] + sorted(found.items())
@@ -171,7 +173,7 @@ def run_checkpoints(run_dir, cfg, log):
     paths, other = checkpoint_paths(run_dir)
     for q in other:
         log(f"skipped {printable(q)}: not a checkpoint (ckpt/step_XXXXXX.pt)")
-    model, same = build_model(cfg), lambda d: {**d, "steps": 0}
+    model = build_model(cfg)
     cks, last = [], "no checkpoints"
     for q in paths:
         try:
@@ -181,7 +183,7 @@ def run_checkpoints(run_dir, cfg, log):
             last = e
             continue
         try:
-            if same(Config.from_dict(ck["config"]).to_dict()) != same(cfg.to_dict()):
+            if not same_run(Config.from_dict(ck["config"]), cfg):
                 raise Stop("it is of another run (its config differs)")
             load_weights(model, ck)
         except (Stop, ValueError, TypeError) as e:  # another model's weights, another config
@@ -192,6 +194,12 @@ def run_checkpoints(run_dir, cfg, log):
     if not cks:
         raise Stop(f"{printable(run_dir)}: {last}")
     return cks
+
+
+def same_run(a, b):
+    """Whether Configs a and b are of one run: equal but for --steps, which --resume may
+    extend (so checkpoints before the extension hold the shorter budget)."""
+    return replace(a, steps=0) == replace(b, steps=0)
 
 
 def analyse_run(run_dir, log=print):
@@ -235,8 +243,13 @@ def phases(m, flat=0.01):
     later = np.minimum(np.searchsorted(step, step + 1000), len(step) - 1)   # 1000 steps on
     grokked = np.maximum.accumulate(loss <= GROK)           # from the first test loss <= GROK
     done = grokked & (step + 1000 <= step[-1]) & (wn[later] > (1 - flat) * wn)
-    return (int(step[i_peak]), int(step[i_clean]) if len(below) else None,
-            int(step[np.argmax(done)]) if done.any() else None)
+    memorization = int(step[i_peak])
+    circuits, cleanup = None, None
+    if len(below):
+        circuits = int(step[i_clean])
+    if done.any():
+        cleanup = int(step[np.argmax(done)])
+    return memorization, circuits, cleanup
 
 
 def grok_dot(runs, key):

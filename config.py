@@ -116,9 +116,11 @@ class Config:
 
     @property
     def n_out(self):
-        # the transformer keeps the '=' class (p+1-way softmax, as Singh's and Nanda's code)
-        # unless told not to; the embedding-MLP reads out p classes, as AlQuabeh et al.
-        return self.p + (self.model == "transformer" and self.eq_class)
+        """Classes read out: the transformer keeps the '=' class (p+1-way softmax, as Singh's
+        and Nanda's code) unless told not to; the embedding-MLP reads out p, as AlQuabeh et al."""
+        if self.model == "transformer" and self.eq_class:
+            return self.p + 1
+        return self.p
 
     def check(self):
         """This run's options, each alone and against each other: raise Stop naming the first

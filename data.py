@@ -28,8 +28,12 @@ def all_pairs(cfg):
     """Every pair [a, b, '='] as tokens (row a*p + b), its label, and whether it exists
     (div: b != 0). b's token is b + b_offset; '=' is the last token."""
     p = cfg.p
-    a, b = (t.flatten() for t in torch.meshgrid(torch.arange(p), torch.arange(p), indexing="ij"))
-    valid = b != 0 if cfg.op == "div" else torch.ones(p * p, dtype=torch.bool)
+    a_grid, b_grid = torch.meshgrid(torch.arange(p), torch.arange(p), indexing="ij")
+    a, b = a_grid.flatten(), b_grid.flatten()
+    if cfg.op == "div":
+        valid = b != 0
+    else:
+        valid = torch.ones(p * p, dtype=torch.bool)
     y = torch.zeros(p * p, dtype=torch.long)
     y[valid] = OPS[cfg.op](a[valid], b[valid], p)
     return torch.stack([a, b + cfg.b_offset, torch.full_like(a, cfg.n_vocab - 1)], 1), y, valid
@@ -48,7 +52,8 @@ def hole_mask(cfg):
 
 def train_mask(cfg, valid):
     """Which pairs are trained on: a seeded split of the valid pairs."""
-    p, seed = cfg.p, cfg.seed if cfg.data_seed is None else cfg.data_seed
+    p = cfg.p
+    seed = cfg.seed if cfg.data_seed is None else cfg.data_seed
     n_train = int(cfg.frac * int(valid.sum()))
     g = torch.Generator().manual_seed(seed)
     if cfg.split_rng != "torch":
@@ -63,7 +68,9 @@ def train_mask(cfg, valid):
         # Frequency-aware sampling (AlQuabeh et al.): pairs (a, pi(a + s)) for a random relabelling
         # pi and distinct shifts s. Each shift is a perfect matching, so whole shifts give every
         # operand the same count at both positions and the last, partial one adds at most 1.
-        pi, shifts, order = (torch.randperm(p, generator=g) for _ in range(3))
+        pi = torch.randperm(p, generator=g)
+        shifts = torch.randperm(p, generator=g)
+        order = torch.randperm(p, generator=g)
         cand = torch.cat([order * p + pi[(order + s) % p] for s in shifts])
         cand = cand[valid[cand]]
     else:
@@ -83,10 +90,11 @@ def make_data(cfg):
 
 
 class Batches:
-    """A run's mini-batches: without replacement within an epoch (floor(N/B) steps; the N mod B
-    examples an epoch's order leaves last wait for the next one), in a fresh seeded order each
-    epoch. The batch of step t is a function of the seed and t alone, so --resume continues
-    exactly with no sampler state to save, and analysis can recount which tokens each step saw.
+    """A run's mini-batches of B = --batch-size examples: without replacement within an epoch
+    (floor(N/B) steps; the N mod B examples an epoch's order leaves last wait for the next one),
+    in a fresh seeded order each epoch. The batch of step t is a function of the seed and t
+    alone, so --resume continues exactly with no sampler state to save, and analysis can
+    recount which tokens each step saw.
 
     random: a uniform shuffle. balanced: the order is a chain of matchings, sets of examples
     in which no operand token occurs twice at one position, most-frequent tokens first, so a
@@ -106,13 +114,15 @@ class Batches:
         if epoch != self.epoch:
             rng = np.random.default_rng([self.cfg.seed, 1, epoch])  # a stream per run and epoch
             self.epoch = epoch
-            self.order = rng.permutation(len(self.x)) if self.cfg.sampling == "random" \
-                else balanced_order(self.x, self.cfg.batch_size, rng)
+            if self.cfg.sampling == "random":
+                self.order = rng.permutation(len(self.x))
+            else:
+                self.order = balanced_order(self.x, self.cfg.batch_size, rng)
         B = self.cfg.batch_size
         return self.order[i * B:(i + 1) * B]
 
 
-def balanced_order(x, B, rng):
+def balanced_order(x, batch_size, rng):
     """An order of the rows of x (N, 3), built batch by batch: a batch takes rows whose a and
     b it does not hold yet (a matching; when none is left, a second one on top), preferring
     rows whose operands have the most rows still to place (random among equals), so that no
@@ -120,8 +130,9 @@ def balanced_order(x, B, rng):
     V = int(x.max()) + 1
     left, out = np.arange(len(x)), []
     while len(left):
-        batch, used_a, used_b = [], np.zeros(V, bool), np.zeros(V, bool)
-        while len(batch) < B and len(left):
+        batch = []
+        used_a, used_b = np.zeros(V, bool), np.zeros(V, bool)  # tokens the batch holds as a, b
+        while len(batch) < batch_size and len(left):
             a, b = x[left, 0], x[left, 1]
             ok = ~used_a[a] & ~used_b[b]
             if not ok.any():  # every remaining row repeats a token: start a second matching
@@ -131,7 +142,7 @@ def balanced_order(x, B, rng):
             cand = left[ok][np.lexsort((rng.random(len(todo)), -todo))]   # most to place first
             cand = cand[np.sort(np.unique(x[cand, 0], return_index=True)[1])]  # one row per a
             cand = cand[np.sort(np.unique(x[cand, 1], return_index=True)[1])]  # ... and per b
-            cand = cand[:B - len(batch)]
+            cand = cand[:batch_size - len(batch)]
             used_a[x[cand, 0]], used_b[x[cand, 1]] = True, True
             batch.extend(cand)
             left = np.setdiff1d(left, cand, assume_unique=True)
@@ -151,5 +162,7 @@ def token_shares(cfg, x_train):
 
 def token_frequency(cfg, x_train):
     """The mean of token_shares: f_E of AlQuabeh et al.'s rule (1 with full batches)."""
-    return 1.0 if cfg.batch_size is None else float(token_shares(cfg, x_train).mean())
+    if cfg.batch_size is None:
+        return 1.0
+    return float(token_shares(cfg, x_train).mean())
 

@@ -15,6 +15,7 @@ single run and a stack of runs (vmapped, or run by run) share one code path.
 import contextlib
 import copy
 import ctypes
+import functools
 import math
 import sys
 
@@ -66,7 +67,8 @@ def transformer_table(cfg, P, alpha, tokens, train=True):
         x = norm(cfg, P, "blocks.0.ln1", x)
     u = norm(cfg, P, "blocks.0.ln2", x) if place.mlp else x
     h = act(F.linear(u, P["blocks.0.fc1.weight"], P["blocks.0.fc1.bias"]))
-    h = F.dropout(h, cfg.dropout, train) if cfg.dropout else h          # model.Block's mask
+    if cfg.dropout:
+        h = F.dropout(h, cfg.dropout, train)                            # model.Block's mask
     x = x + F.linear(h, P["blocks.0.fc2.weight"], P["blocks.0.fc2.bias"])
     if place.post:
         x = norm(cfg, P, "blocks.0.ln2", x)
@@ -79,11 +81,16 @@ def mlp_table(cfg, P, alpha, tokens, train=True):
     (one-hot input: the columns of W themselves) gathered per example, instead of an
     (N, 2d) x (2d, d_mlp) product. With --mlp-eq, '=' is a third input and W a third block."""
     n_in = 3 if cfg.mlp_eq else 2
-    W = P["fc1.weight"].chunk(n_in, dim=1)
-    tables = [P["embed.weight"] @ w.T for w in W] if cfg.embed == "learned" else [w.T for w in W]
+    W = P["fc1.weight"].chunk(n_in, dim=1)                  # one block of columns per input
+    if cfg.embed == "learned":
+        tables = [P["embed.weight"] @ w.T for w in W]       # (V, d_mlp) each
+    else:
+        tables = [w.T for w in W]
     act = ACTS[cfg.act]
     h = sum(F.embedding(tokens[:, i], t) for i, t in enumerate(tables))
-    h = act(h + P["fc1.bias"] if cfg.bias else h)
+    if cfg.bias:
+        h = h + P["fc1.bias"]
+    h = act(h)
     for i in range(cfg.n_layers - 1):
         h = act(F.linear(h, P[f"hidden.{i}.weight"], P.get(f"hidden.{i}.bias")))
     return alpha * F.linear(h, P["readout.weight"], P.get("readout.bias"))
@@ -119,7 +126,8 @@ def check_forward(model, fn, x, y):
         with torch.random.fork_rng(devices=[x.device.index] if x.is_cuda else []):
             torch.manual_seed(0)
             return f()
-    want, got = seeded(lambda: ref(x)), seeded(lambda: fn(P, buffers, x))
+    want = seeded(lambda: ref(x))
+    got = seeded(lambda: fn(P, buffers, x))
     err = float((got - want).detach().abs().max() / want.detach().abs().max())
     grads = [torch.autograd.grad(F.cross_entropy(out, y), list(P.values()), allow_unused=True)
              for out in (want, got)]
@@ -158,11 +166,15 @@ class Stacked(nn.Module):
         params, self.bufs = stack_module_state(models)
         self.names = list(params)
         self.flat = nn.ParameterList(params.values())
-        self.groups = []  # [first run, end, forward]
-        for r, m in enumerate(models):
-            if not self.groups or m.cfg.ln != models[self.groups[-1][0]].cfg.ln:
-                self.groups.append([r, r, fns[r] if fns else forward_fn(m, fast)])
-            self.groups[-1][1] = r + 1
+        if fns is None:
+            fns = [forward_fn(m, fast) for m in models]
+        # (first run, end, forward) of each stretch of consecutive runs with one placement
+        self.groups = []
+        first = 0
+        for end in range(1, len(models) + 1):
+            if end == len(models) or models[end].cfg.ln != models[first].cfg.ln:
+                self.groups.append((first, end, fns[first]))
+                first = end
 
     def forward(self, x, train=True):  # (R, N, 3) -> (R, N, n_out)
         if not x.is_cuda:  # a CPU gains nothing from vmap's batched products (bench.py --runs:
@@ -175,12 +187,16 @@ class Stacked(nn.Module):
                     params = {n: col[r] for n, col in zip(self.names, cols)}
                     outs.append(fn(params, {n: b[r] for n, b in bufs.items()}, x[r], train))
             return torch.stack(outs)
-        # dropout: each run its own masks, all from torch's one generator
-        out = [vmap(lambda P, buffers, x: fn(P, buffers, x, train), randomness="different")(
-                   {n: p[s:e] for n, p in zip(self.names, self.flat)},
-                   {n: b[s:e] for n, b in self.bufs.items()}, x[s:e])
-               for s, e, fn in self.groups]
-        return out[0] if len(out) == 1 else torch.cat(out)
+        outs = []
+        for first, end, fn in self.groups:
+            params = {n: p[first:end] for n, p in zip(self.names, self.flat)}
+            bufs = {n: b[first:end] for n, b in self.bufs.items()}
+            # dropout: each run its own masks, all from torch's one generator
+            batched = vmap(functools.partial(fn, train=train), randomness="different")
+            outs.append(batched(params, bufs, x[first:end]))
+        if len(outs) == 1:
+            return outs[0]
+        return torch.cat(outs)
 
 
 def build_runs(models, fast=True, probe=None):
@@ -236,8 +252,10 @@ def load_runs(model, opt, cks):
         with torch.no_grad():
             for n, p in named_params(model):
                 p.copy_(torch.stack([ck["model"][n] for ck in cks]))
-        stack = lambda i, k: torch.stack([ck["optim"]["state"][i][k] for ck in cks])
-        sd["state"] = {i: {k: stack(i, k) for k in st} for i, st in sd["state"].items()}
+        state = {}
+        for i, st in sd["state"].items():  # each state tensor of the runs, stacked on the run axis
+            state[i] = {k: torch.stack([ck["optim"]["state"][i][k] for ck in cks]) for k in st}
+        sd["state"] = state
     opt.load_state_dict(sd)
 
 
@@ -287,14 +305,21 @@ class GraphedStep:
         self.graph.replay()
 
 
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt options (malloc.h)
+
+
 def keep_freed_memory():
     """A training step allocates its ~8 MB activations anew, and glibc maps blocks that large
     afresh and unmaps them at free (hundreds to thousands of page faults a step): keep freed
     memory in the heap instead (mallopt M_MMAP_THRESHOLD = -3 and M_TRIM_THRESHOLD = -1, in
     bytes). Process-wide and left on: it changes where memory comes from, never a value."""
-    if sys.platform == "linux":
-        for option in (-3, -1):
-            getattr(ctypes.CDLL(None), "mallopt", lambda *_: 0)(option, 1 << 30)
+    if sys.platform != "linux":
+        return
+    libc = ctypes.CDLL(None)
+    if not hasattr(libc, "mallopt"):  # a C library other than glibc (musl)
+        return
+    for option in (M_MMAP_THRESHOLD, M_TRIM_THRESHOLD):
+        libc.mallopt(option, 1 << 30)
 
 
 def denormals_flushed():

@@ -18,23 +18,25 @@ def fourier_basis(p):
     rows = [torch.ones(p)]
     for k in range(1, p // 2 + 1):
         rows += [torch.cos(2 * math.pi * k * x / p), torch.sin(2 * math.pi * k * x / p)]
-    B = torch.stack(rows[:p]).double()
-    return B / B.norm(dim=1, keepdim=True)
+    basis = torch.stack(rows[:p]).double()
+    return basis / basis.norm(dim=1, keepdim=True)
 
 
-def component_norms(W, B):
-    """Norm of each Fourier component of W (p, d) over its first axis: (p,), in B's row order.
-    Nanda et al.'s 'norms of the Fourier components' (their Gini coefficients)."""
-    return (B @ W.detach().double()).norm(dim=1)
+def component_norms(W, basis):
+    """Norm of each Fourier component of W (p, d) over its first axis: (p,), in the row order
+    of basis (fourier_basis). Nanda et al.'s 'norms of the Fourier components' (their Gini
+    coefficients)."""
+    return (basis @ W.detach().double()).norm(dim=1)
 
 
-def frequency_norms(W, B):
+def frequency_norms(W, basis):
     """Norm of each frequency's component of W (p, d) over its first axis: (1 + p//2,),
     index 0 the constant, index k the cos and sin of frequency k together."""
-    c = component_norms(W, B) ** 2
-    out = torch.zeros(B.shape[0] // 2 + 1, dtype=torch.float64)
-    out[0] = c[0]
-    out.index_add_(0, (torch.arange(1, len(c)) + 1) // 2, c[1:])
+    squares = component_norms(W, basis) ** 2   # rows 1, cos 1, sin 1, cos 2, ...
+    frequency = (torch.arange(1, len(squares)) + 1) // 2  # of rows 1, 2, ...: 1, 1, 2, 2, ...
+    out = torch.zeros(basis.shape[0] // 2 + 1, dtype=torch.float64)
+    out[0] = squares[0]
+    out.index_add_(0, frequency, squares[1:])
     return out.sqrt()
 
 
@@ -49,9 +51,10 @@ def sum_directions(p, keys):
     a, b = torch.meshgrid(torch.arange(p), torch.arange(p), indexing="ij")
     s = (a + b).flatten().double()
     cols = [torch.ones(p * p, dtype=torch.float64)]
-    for k in keys:  # an even p's frequency p/2 has no sine (sin(pi (a+b)) = 0)
-        cols += [torch.cos(2 * math.pi * k * s / p)] + \
-            ([torch.sin(2 * math.pi * k * s / p)] if 2 * k != p else [])
+    for k in keys:
+        cols.append(torch.cos(2 * math.pi * k * s / p))
+        if 2 * k != p:  # an even p's frequency p/2 has no sine (sin(pi (a+b)) = 0)
+            cols.append(torch.sin(2 * math.pi * k * s / p))
     U = torch.stack(cols, 1)
     return U / U.norm(dim=0)
 
@@ -87,17 +90,19 @@ def cos_template_r2(L, p, keys):
     return float((Lc * Tc).sum() ** 2 / ((Tc ** 2).sum() * (Lc ** 2).sum()))
 
 
-def neuron_frequencies(acts, B):
+def neuron_frequencies(acts, basis):
     """Nanda et al.'s per-neuron rule (their notebook; transformers.py's calculate_key_freqs):
     a neuron's activations over all pairs (p*p, neurons), centred, in the 2-D Fourier basis;
     its share of variance in the 3 x 3 block {const, cos k, sin k}^2 of each frequency k.
     Returns per neuron the frequency with the largest share, and that share."""
-    p = B.shape[0]
+    p = basis.shape[0]
     A = acts.double().reshape(p, p, -1)
-    F2 = torch.einsum("ia,jb,abn->ijn", B, B, A - A.mean((0, 1)))  # (p, p, neurons)
-    idx = lambda k: [i for i in (0, 2 * k - 1, 2 * k) if i < p]  # even p: p/2 has no sine row
-    share = torch.stack([(F2[idx(k)][:, idx(k)] ** 2).sum((0, 1)) for k in range(1, p // 2 + 1)])
-    share = share / (F2 ** 2).sum((0, 1))
+    F2 = torch.einsum("ia,jb,abn->ijn", basis, basis, A - A.mean((0, 1)))  # (p, p, neurons)
+    shares = []
+    for k in range(1, p // 2 + 1):
+        rows = [i for i in (0, 2 * k - 1, 2 * k) if i < p]  # even p: p/2 has no sine row
+        shares.append((F2[rows][:, rows] ** 2).sum((0, 1)))
+    share = torch.stack(shares) / (F2 ** 2).sum((0, 1))
     best = share.max(0)
     return best.indices + 1, best.values
 

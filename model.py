@@ -45,7 +45,10 @@ ACTS = {"gelu": F.gelu, "relu": F.relu}
 
 
 def make_norm(cfg):
-    return (nn.LayerNorm if cfg.norm == "layernorm" else nn.RMSNorm)(cfg.d_model, eps=cfg.ln_eps)
+    """The norm module of --norm: LayerNorm (weight and bias) or RMSNorm (weight)."""
+    if cfg.norm == "layernorm":
+        return nn.LayerNorm(cfg.d_model, eps=cfg.ln_eps)
+    return nn.RMSNorm(cfg.d_model, eps=cfg.ln_eps)
 
 
 class Attention(nn.Module):
@@ -90,12 +93,15 @@ class Block(nn.Module):
         self.drop = nn.Dropout(cfg.dropout)  # identity at 0 and in eval mode
         # ln1 is the attention sublayer's norm: of its query/key/value input (qk, v) or, with
         # post, of its output; ln2 the MLP sublayer's: of its input (mlp) or, with post, of its
-        # output. Both exist whenever LN is on, as in Singh et al.'s code, so that runs of every
-        # placement have one parameter layout and train stacked (fast.Stacked). A norm the
-        # placement leaves out gets no gradient: AdamW does not move it, and in a stack it
-        # gets weight decay 0 (fast.unused), so it stays at its initial value.
+        # output (named by sublayer, not by place: checkpoints carry these names). Both exist
+        # whenever LN is on, as in Singh et al.'s code, so that runs of every placement have
+        # one parameter layout and train stacked (fast.Stacked). A norm the placement leaves
+        # out (ln2 under attn-pre, ln1 under mlp-pre) gets no gradient: AdamW does not move
+        # it, and in a stack it gets weight decay 0 (fast.unused), so it stays at its initial
+        # value.
         if cfg.ln != "off":
-            self.ln1, self.ln2 = make_norm(cfg), make_norm(cfg)
+            self.ln1 = make_norm(cfg)
+            self.ln2 = make_norm(cfg)
 
     def forward(self, x, mask=None, cache=None, scale_free=False, last_only=False):
         """x (N, T, d) -> (N, T, d). last_only: only the last position queries and gets an MLP,
@@ -103,7 +109,9 @@ class Block(nn.Module):
         place = self.place
         qk = self.ln1(x) if place.qk else x                 # (N, T, d) query and key input
         v = self.ln1(x) if place.v else x                   # (N, T, d) value input
-        q, x = (qk[:, -1:], x[:, -1:]) if last_only else (qk, x)
+        q = qk                                              # query input
+        if last_only:
+            q, x = qk[:, -1:], x[:, -1:]
         x = x + self.attn(q, qk, v, mask, cache)
         if place.post:
             x = self.ln1(x)
@@ -158,10 +166,15 @@ class EmbedMLP(nn.Module):
     def __init__(self, cfg):
         super().__init__()
         self.cfg = cfg
-        d_in = cfg.d_model if cfg.embed == "learned" or cfg.mlp_eq else cfg.p
+        self.n_inputs = 3 if cfg.mlp_eq else 2  # a, b (and '=')
+        # each input's width: an embedding, or a one-hot p wide (d_model wide with '=')
+        if cfg.embed == "learned" or cfg.mlp_eq:
+            d_in = cfg.d_model
+        else:
+            d_in = cfg.p
         if cfg.embed == "learned":
             self.embed = nn.Embedding(cfg.n_vocab, cfg.d_model)
-        self.fc1 = nn.Linear((3 if cfg.mlp_eq else 2) * d_in, cfg.d_mlp, bias=cfg.bias)
+        self.fc1 = nn.Linear(self.n_inputs * d_in, cfg.d_mlp, bias=cfg.bias)
         self.hidden = nn.ModuleList(nn.Linear(cfg.d_mlp, cfg.d_mlp, bias=cfg.bias)
                                     for _ in range(cfg.n_layers - 1))
         self.readout = nn.Linear(cfg.d_mlp, cfg.n_out, bias=cfg.bias)
@@ -169,7 +182,7 @@ class EmbedMLP(nn.Module):
         self.register_buffer("alpha", torch.tensor(cfg.alpha), persistent=False)  # as Transformer
 
     def forward(self, tokens, cache=None, scale_free=False):
-        x = tokens[:, :3 if self.cfg.mlp_eq else 2]
+        x = tokens[:, :self.n_inputs]
         if self.cfg.embed == "learned":
             u = self.embed(x).flatten(1)                                       # (N, 2d or 3d)
         else:  # one-hot by comparison (vmap-safe), p wide, or d_model wide with '=' (Gu et al.)

@@ -4,7 +4,8 @@ embedding learning-rate ratio. The one place to change how parameters move.
 
     opt = AdamW(params, betas=(0.9, 0.98), eps=1e-8, runs=R)
     set_hyper(opt, names, cfgs, step, ratios, unread)   # each run's lr and wd at this step
-    loss.backward(); opt.step()
+    loss.backward()
+    opt.step()
 
 The state rule: every tensor in the optimizer's state carries the run axis. In a stack of R runs
 its first axis is the run (a per-run scalar has shape (R,)); in a lone run it has the same shape
@@ -71,7 +72,8 @@ class AdamW(torch.optim.Optimizer):
 
     @torch.no_grad()
     def step(self):
-        (b1, b2), eps = self.defaults["betas"], self.defaults["eps"]
+        b1, b2 = self.defaults["betas"]
+        eps = self.defaults["eps"]
         for p, lr, wd in zip(self.param_groups[0]["params"], self.lr, self.wd):
             if p.grad is None:  # a parameter this run never reads
                 continue
@@ -241,9 +243,14 @@ def schedule(cfg, step):
     linear warm-up gives step 0 lr 0. A schedule over the run's length reads
     schedule_length(cfg), not cfg.steps: --resume may extend --steps, and the schedule of a
     resumed run keeps the length it started with."""
-    f = min(step / cfg.warmup, 1.0) if cfg.warmup else 1.0
-    lr = cfg.lr / (cfg.alpha ** 2 if cfg.alpha_lr else 1)
-    return lr * f, cfg.wd * (1e-3 / cfg.lr if cfg.fix_wd else 1.0)
+    lr, wd = cfg.lr, cfg.wd
+    if cfg.alpha_lr:
+        lr = lr / cfg.alpha ** 2
+    if cfg.warmup:
+        lr = lr * min(step / cfg.warmup, 1.0)
+    if cfg.fix_wd:
+        wd = wd * (1e-3 / cfg.lr)
+    return lr, wd
 
 
 def schedule_length(cfg):
@@ -272,9 +279,12 @@ def set_hyper(opt, names, cfgs, step, ratios, unread):
     returns the runs' [(lr, wd), ...]. ratios[r]: run r's embedding lr ratio; unread[r]: the
     names of the parameters run r never reads (weight decay 0, as a lone run never steps them)."""
     lr_wd = [schedule(cfg, step) for cfg in cfgs]
-    lrs = [[lr * (ratios[r] if name == "embed.weight" else 1) for r, (lr, _) in enumerate(lr_wd)]
-           for name in names]
-    wds = [[0.0 if name in unread[r] else wd for r, (_, wd) in enumerate(lr_wd)]
-           for name in names]
+    lrs, wds = [], []  # per parameter, a value per run
+    for name in names:
+        if name == "embed.weight":
+            lrs.append([lr * ratios[r] for r, (lr, _) in enumerate(lr_wd)])
+        else:
+            lrs.append([lr for lr, _ in lr_wd])
+        wds.append([0.0 if name in unread[r] else wd for r, (_, wd) in enumerate(lr_wd)])
     opt.set_lr_wd(lrs, wds)
     return lr_wd

@@ -240,10 +240,11 @@ def steps_to_generalize(path, stats, last, styles):
         ax.set_xticks(range(len(labs)), [f"{t}\n({len(got[l])}/{len(last[l])} seeds)"
                                          for t, l in zip(ticks, labs)], fontsize=7, rotation=15)
         ax.set(ylabel=ylab)
-    axs[0, 0].set_title("steps to generalize: mean +- std over the seeds that did, each a dot; "
-                        "open: not by its last step"
-                        + ("\nmost common values: " + ", ".join(common) if common else ""),
-                        fontsize=9)
+    title = ("steps to generalize: mean +- std over the seeds that did, each a dot; open: not by "
+             "its last step")
+    if common:
+        title += "\nmost common values: " + ", ".join(common)
+    axs[0, 0].set_title(title, fontsize=9)
     save(fig, path)
 
 
@@ -276,13 +277,16 @@ def forest(path, rows):
     fig, ax = plt.subplots(figsize=(8, 0.28 * len(rows) + 1.2))
     right = 4.0
     for y, (label, paper, ours, lo, hi, verdict) in enumerate(reversed(rows)):
-        c = VERDICT_COLORS.get(verdict, "0.5")
-        lo, hi, mid = (min(v / paper, right) for v in (lo, hi, ours))
-        ax.plot([lo, hi], [y, y], color=c, lw=2.5)
-        ax.plot([mid], [y], "o", color=c, ms=4)
+        color = VERDICT_COLORS.get(verdict, "0.5")
+        # each value over the paper's, cut at the right edge
+        lo = min(lo / paper, right)
+        hi = min(hi / paper, right)
+        mid = min(ours / paper, right)
+        ax.plot([lo, hi], [y, y], color=color, lw=2.5)
+        ax.plot([mid], [y], "o", color=color, ms=4)
         if hi >= right:
-            ax.annotate("", (right * 1.15, y), (right, y), arrowprops=dict(arrowstyle="->",
-                                                                            color=c))
+            ax.annotate("", (right * 1.15, y), (right, y),
+                        arrowprops=dict(arrowstyle="->", color=color))
     ax.axvline(1, color="k", lw=1)
     ax.set_yticks(range(len(rows)), [r[0] for r in reversed(rows)], fontsize=7)
     ax.set_xscale("log")
@@ -292,7 +296,7 @@ def forest(path, rows):
     ax.minorticks_off()
     ax.set(xlabel="ours / the paper's number (bar: 90% interval; dot: all our seeds)",
            title="The paper's number (1) against our interval")
-    for name, c in VERDICT_COLORS.items():
-        ax.plot([], [], color=c, lw=2.5, label=name)
+    for name, color in VERDICT_COLORS.items():
+        ax.plot([], [], color=color, lw=2.5, label=name)
     ax.legend(fontsize=7, loc="lower right")
     save(fig, path)

@@ -155,8 +155,13 @@ def checkpoint_paths(run_dir):
     """(paths of ckpt/step_XXXXXX.pt in step order, other files in ckpt/)."""
     folder = os.path.join(run_dir, "ckpt")
     names = sorted(os.listdir(folder)) if os.path.isdir(folder) else []
-    steps = {int(m[1]): n for n in names if (m := CHECKPOINT.fullmatch(n))}
-    other = [os.path.join(folder, n) for n in names if not CHECKPOINT.fullmatch(n)]
+    steps, other = {}, []  # step -> its checkpoint's name; the other files
+    for n in names:
+        m = CHECKPOINT.fullmatch(n)
+        if m:
+            steps[int(m[1])] = n
+        else:
+            other.append(os.path.join(folder, n))
     return [os.path.join(folder, steps[s]) for s in sorted(steps)], other
 
 

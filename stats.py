@@ -26,9 +26,14 @@ def as_values(v):
 
 # ---------------------------------------------------------------- rank and exact tests
 
+def ranks(v):
+    """Each value's rank in v, 0 the smallest (ties in order of position)."""
+    return np.argsort(np.argsort(np.asarray(v)))
+
+
 def rank_corr(x, y):
     """Spearman's rank correlation (no ties expected in real-valued measures)."""
-    return float(np.corrcoef(*(np.argsort(np.argsort(np.asarray(v))) for v in (x, y)))[0, 1])
+    return float(np.corrcoef(ranks(x), ranks(y))[0, 1])
 
 
 def mann_whitney(x, y, alternative="two-sided"):
@@ -38,11 +43,15 @@ def mann_whitney(x, y, alternative="two-sided"):
     v = as_values(list(x) + list(y))
     n1, n = len(x), len(v)
     _, inv, counts = np.unique(v, return_inverse=True, return_counts=True)
-    ranks = (np.cumsum(counts) - (counts - 1) / 2)[inv]  # ties share their mean rank
-    u = lambda r: r.sum() - n1 * (n1 + 1) / 2
-    U, mu = u(ranks[:n1]), n1 * (n - n1) / 2
+    pooled = (np.cumsum(counts) - (counts - 1) / 2)[inv]  # ranks from 1; ties share their mean
+
+    def u(r):  # U of a first sample whose pooled ranks are r
+        return r.sum() - n1 * (n1 + 1) / 2
+    U = u(pooled[:n1])
+    mu = n1 * (n - n1) / 2  # U's mean under the null
     if math.comb(n, n1) <= 200000:
-        us = np.array([u(ranks[list(c)]) for c in itertools.combinations(range(n), n1)])
+        us = np.array([u(pooled[list(first)])
+                       for first in itertools.combinations(range(n), n1)])
         tail = {"two-sided": np.abs(us - mu) >= abs(U - mu) - 1e-9, "less": us <= U + 1e-9,
                 "greater": us >= U - 1e-9}[alternative]
         return U, float(np.mean(tail))
@@ -68,7 +77,9 @@ def rank_corr_test(x, y):
 def fisher_exact(a, n1, b, n2):
     """Two-sided Fisher exact p that a of n1 and b of n2 share one rate (margins fixed)."""
     k, n = a + b, n1 + n2
-    pr = lambda x: math.comb(n1, x) * math.comb(n2, k - x) / math.comb(n, k)
+
+    def pr(x):  # hypergeometric: x of the k in the first group
+        return math.comb(n1, x) * math.comb(n2, k - x) / math.comb(n, k)
     lo, hi = max(0, k - n2), min(k, n1)
     return min(1.0, sum(pr(x) for x in range(lo, hi + 1) if pr(x) <= pr(a) * (1 + 1e-9)))
 
@@ -131,9 +142,9 @@ def percentile_interval(values, level=LEVEL):
     kept: a share of resamples that never cross puts the upper end at np.inf; NaN, a statistic
     a resample does not have, left out)."""
     v = as_values(values)
-    return tuple(float(q) for q in np.quantile(v[~np.isnan(v)], [(1 - level) / 2,
-                                                                  (1 + level) / 2],
-                                               method="inverted_cdf"))
+    v = v[~np.isnan(v)]
+    lo, hi = np.quantile(v, [(1 - level) / 2, (1 + level) / 2], method="inverted_cdf")
+    return float(lo), float(hi)
 
 
 def bootstrap(stat, n, size=None, level=LEVEL, resamples=RESAMPLES, seed=RNG_SEED):
@@ -153,5 +164,6 @@ def crossing_interval(step, curves, size=None, threshold=GROK, **kw):
 
 def mean_interval(values, size=None, median=False, **kw):
     """Bootstrap interval of the mean (or median) of a per-seed statistic (None: np.inf)."""
-    v, f = as_values(values), np.median if median else np.mean
+    v = as_values(values)
+    f = np.median if median else np.mean
     return bootstrap(lambda i: f(v[i]), len(v), size, **kw)

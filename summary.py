@@ -50,25 +50,44 @@ def group_runs(done):
     return {labels[k]: v for k, v in groups.items()}, [first[i][0] for i in varying]
 
 
+def update_rule(cfg):
+    """How a run steps: its lr and optimizer."""
+    return cfg.lr, cfg.optimizer
+
+
+def no_intervention(cfg):
+    """Whether every INTERVENTIONS option but the optimizer is at its default."""
+    default = Config()
+    return all(getattr(cfg, k) == getattr(default, k) for k in INTERVENTIONS if k != "optimizer")
+
+
+def setting(cfg):
+    """What a run learns and on which model: its options but the seeds, budget, interventions
+    and lr."""
+    left_out = IGNORED + INTERVENTIONS + ("lr",)
+    return tuple((k, v) for k, v in cfg.to_dict().items() if k not in left_out)
+
+
 def baselines(groups):
     """Each configuration's baseline (or None): the same setting, no intervention (every other
     INTERVENTIONS option at its default) and the setting's most common lr and optimizer (a tie:
     the defaults; Grokfast's own setting trains with Adam: its baseline is Adam, no filter)."""
-    default = Config()
-    update = lambda cfg: (cfg.lr, cfg.optimizer)
-    plain = lambda cfg: all(getattr(cfg, k) == getattr(default, k)
-                            for k in INTERVENTIONS if k != "optimizer")
-    setting = lambda cfg: tuple((k, v) for k, v in cfg.to_dict().items()
-                                if k not in IGNORED + INTERVENTIONS + ("lr",))
-    seen, out = {}, {}
+    default_update = update_rule(Config())
+    seen = {}  # setting -> the update rule of each of its runs
     for runs in groups.values():
-        seen.setdefault(setting(runs[0][1]), []).extend(update(cfg) for _, cfg, _, _ in runs)
+        seen.setdefault(setting(runs[0][1]), []).extend(update_rule(cfg) for _, cfg, _, _ in runs)
+    out = {}
     for lab, runs in groups.items():
         s = setting(runs[0][1])
-        # the most common update of the setting; a tie: the default's
-        want = max(Counter(seen[s]).items(), key=lambda kv: (kv[1], kv[0] == update(default)))[0]
-        out[lab] = next((g for g in groups.values() if setting(g[0][1]) == s
-                         and plain(g[0][1]) and update(g[0][1]) == want), None)
+        # the most common update rule of the setting; a tie: the default's
+        counts = Counter(seen[s])
+        want = max(counts, key=lambda rule: (counts[rule], rule == default_update))
+        out[lab] = None
+        for g in groups.values():
+            cfg = g[0][1]
+            if setting(cfg) == s and no_intervention(cfg) and update_rule(cfg) == want:
+                out[lab] = g
+                break
     return out
 
 
@@ -101,7 +120,9 @@ def first_at_or_above(steps, values, thr):
 
 def at(r, key, step=AT):
     """An analysis measure at `step`, or None if the run has none there."""
-    return float(np.interp(step, r["step"], r[key])) if key in r and r["step"][-1] >= step else None
+    if key not in r or r["step"][-1] < step:
+        return None
+    return float(np.interp(step, r["step"], r[key]))
 
 
 def after_grok(m, key, f, window=1000):
@@ -109,7 +130,9 @@ def after_grok(m, key, f, window=1000):
     slingshots and fluctuations after generalizing (every experiment runs 1000 steps past test
     loss <= GROK, which comes later)."""
     g = first_at_or_above(m["step"], m["test_acc"], 0.9)
-    return None if g is None else float(f(m[key][(m["step"] >= g) & (m["step"] <= g + window)]))
+    if g is None:
+        return None
+    return float(f(m[key][(m["step"] >= g) & (m["step"] <= g + window)]))
 
 
 # ---------------------------------------------------------------- cells
@@ -122,13 +145,17 @@ def fmt(values, digits=0):
     if v and np.isnan(v).all():
         return "-"
     v = [x for x in v if not np.isnan(x)]
-    return f"{np.mean(v):.{digits}f} +- {np.std(v):.{digits}f}" if v else "not reached"
+    if not v:
+        return "not reached"
+    return f"{np.mean(v):.{digits}f} +- {np.std(v):.{digits}f}"
 
 
 def unfinished(cfg, m):
     """A run short of test loss 0.01: '-' if it ran its budget, else where it stopped (--resume)."""
     last = int(m["step"][-1])
-    return "-" if last >= cfg.steps else f"- (stopped at {last} of {cfg.steps})"
+    if last >= cfg.steps:
+        return "-"
+    return f"- (stopped at {last} of {cfg.steps})"
 
 
 def hole_column(rs):
@@ -159,6 +186,11 @@ def run_columns(lab, runs, base=None):
     else:
         vs_base = "U {:g} / p {:.3f}".format(*mann_whitney(te, grok_steps(base)))
     swaps = [fmt([float(r.get(k, np.nan)) for r in rs], 3) for k in ("swap_acc", "noswap_acc")]
+    mean_curve = mean_curve_step(runs)
+    if mean_curve is None:
+        mean_curve = "not reached"
+    first_seed = min(got) if got else "none"
+    all_seeds = max(got) if len(got) == len(te) else "not all"
     return [
         ("configuration", lab),
         ("seeds", " ".join(str(cfg.seed) for _, cfg, _, _ in runs)),
@@ -179,8 +211,7 @@ def run_columns(lab, runs, base=None):
                                    for m in ms])),
         ("vs baseline (same setting, no intervention): Mann-Whitney U / p", vs_base),
         ("seed-mean test loss <= 0.01 at (Singh et al.'s statistic); first seed / all seeds",
-         f"{mean_curve_step(runs) or 'not reached'}; {min(got) if got else 'none'} / "
-         f"{max(got) if len(got) == len(te) else 'not all'}"),
+         f"{mean_curve}; {first_seed} / {all_seeds}"),
     ]
 
 

@@ -242,8 +242,11 @@ def resume_runs(cfgs, run_dirs, model, opt):
             raise Stop(f"--resume: {run_dir}/resume.pt: {e}") from None
         # a schedule spans the run's first --steps, however far --resume extends them: the
         # resumed run's config (a copy: the caller's is left as it is) keeps that length
-        old.schedule_steps = old.schedule_steps or old.steps
-        cfgs[i] = cfg = replace(cfg, schedule_steps=cfg.schedule_steps or old.schedule_steps)
+        if old.schedule_steps is None:
+            old.schedule_steps = old.steps
+        if cfg.schedule_steps is None:
+            cfg = replace(cfg, schedule_steps=old.schedule_steps)
+            cfgs[i] = cfg
         diff = [f.name for f in fields(Config)
                 if f.name != "steps" and getattr(old, f.name) != getattr(cfg, f.name)]
         if diff:
@@ -394,8 +397,10 @@ class Runs:
             parts = [f"{run_dir}: done in {time.time() - self.began:.1f}s"]
             for k in ("train", "test"):
                 grok_step = first_below(m["step"], m[k + "_loss"])
-                parts.append(f"{k} loss <= {GROK} at step "
-                             f"{'not reached' if grok_step is None else grok_step}")
+                if grok_step is None:
+                    parts.append(f"{k} loss <= {GROK} at step not reached")
+                else:
+                    parts.append(f"{k} loss <= {GROK} at step {grok_step}")
             log(" | ".join(parts))
 
 
@@ -413,7 +418,11 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
     device = check_options(cfgs, run_dirs, device, resume)
     shared = cfgs[0]  # the options every run has (all but PER_RUN_OPTIONS)
     datasets = [make_data(cfg) for cfg in cfgs]
-    x_tr, y_tr, x_te, y_te = (torch.stack(parts).to(device) for parts in zip(*datasets))
+    # each part of the runs' data stacked on a run axis: (R, N, 3) inputs, (R, N) labels
+    x_tr = torch.stack([x for x, _, _, _ in datasets]).to(device)
+    y_tr = torch.stack([y for _, y, _, _ in datasets]).to(device)
+    x_te = torch.stack([x for _, _, x, _ in datasets]).to(device)
+    y_te = torch.stack([y for _, _, _, y in datasets]).to(device)
     try:
         models = [build_model(cfg).to(device) for cfg in cfgs]
         model, forward, unread = build_runs(models, fast, probe=(x_tr[0, :64], y_tr[0, :64]))
@@ -427,12 +436,16 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
         if resume:
             metrics, start = resume_runs(cfgs, run_dirs, model, opt)
         else:
-            metrics, start = [{k: [] for k in KEYS} for _ in cfgs], 0
+            metrics = [{k: [] for k in KEYS} for _ in cfgs]
+            start = 0
         make_folders(cfgs, run_dirs)
     except BaseException:
         release_folders(locks)
         raise
-    log(f"run {', '.join(run_dirs)}" + (f": resumed at step {start}" if resume else ""))
+    if resume:
+        log(f"run {', '.join(run_dirs)}: resumed at step {start}")
+    else:
+        log(f"run {', '.join(run_dirs)}")
     runs = Runs(cfgs, run_dirs, metrics, start, stop_after_grok)
 
     # a step descends the evaluation's loss unless it sees a mini-batch or dropout
