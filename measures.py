@@ -299,14 +299,13 @@ def run_context(cfg, model, final):
     sym_class = torch.randint(cfg.p, (N_GRAD_SYM,), generator=g)  # any class, as Zhong et al.
     basis = fourier_basis(cfg.p)
     load_weights(model, final)
-    keys = lambda W: key_frequencies(frequency_norms(W.detach(), basis))
+    keys = key_frequencies(frequency_norms(neuron_logit_map(model, cfg).detach(), basis))
+    keys_embed = key_frequencies(frequency_norms(embedding(model, cfg).detach(), basis))
     # the Fourier-algorithm measures use the directions of a+b
     return types.SimpleNamespace(cfg=cfg, p=cfg.p, is_add=cfg.op == "add", x=x, y=y, valid=valid,
                                  train=train, test=valid & ~train, ntk_idx=ntk_idx,
                                  attn_idx=attn_idx, sym_idx=sym_idx, sym_class=sym_class,
-                                 basis=basis,
-                                 keys=keys(neuron_logit_map(model, cfg)),
-                                 keys_embed=keys(embedding(model, cfg)), memo={})
+                                 basis=basis, keys=keys, keys_embed=keys_embed, memo={})
 
 
 def load_weights(model, ck):
@@ -325,10 +324,13 @@ def load_checkpoint_into(c, model, ck):
     """c at checkpoint ck: the model in float64 and in eval mode (the trained function, no
     dropout mask) and one forward over every pair."""
     load_weights(model, ck)
-    c.model, c.step, c.cache = model.double().eval(), ck["step"], {}
+    c.model = model.double().eval()
+    c.step = ck["step"]
+    c.cache = {}
     c.logits = c.model(c.x, cache=c.cache).double()
     c.L = c.logits[:, :c.p]
-    c.E, c.E_b = embedding(c.model, c.cfg), embedding(c.model, c.cfg, 1)
+    c.E = embedding(c.model, c.cfg)
+    c.E_b = embedding(c.model, c.cfg, 1)
 
 
 # ---------------------------------------------------------------- the registry
