@@ -372,6 +372,44 @@ def test_med_beats_a_measure_only_above_its_correlation_in_either_direction():
     assert R.med_beats(("half",))(None, r) is False
 
 
+def test_llc_shape_asks_for_the_rise_by_the_end_of_memorising_and_a_fall_after_grokking(
+        tmp_path, capsys):
+    import claims_registry as R
+    steps = np.arange(0, 3001, 100)
+    # train loss <= 0.01 from 200, test loss from 2500: the memorised stretch holds the LLC
+    # checkpoint 1000 (and 2000), the first after generalizing is 3000
+    m = dict(step=steps, train_loss=np.where(steps < 200, 1.0, 1e-3),
+             test_loss=np.where(steps < 2500, 5.0, 1e-3))
+    llc_at = lambda *v: dict(step=steps, llc=np.interp(steps, [0, 1000, 2000, 3000], v)
+                             * np.where(steps % 1000 == 0, 1.0, np.nan))
+    assert R.llc_shape(m, llc_at(0, 10, 12, 5)) is True       # devinterp's: up by 1000, then down
+    assert R.llc_shape(m, llc_at(0, 5, 12, 5)) is False       # 5 of 12: not half-way by 1000
+    assert R.llc_shape(m, llc_at(2, 7, 12, 5)) is True        # half-way from step 0's 2: 7
+    assert R.llc_shape(m, llc_at(0, 10, 12, 13)) is False     # no fall after generalizing
+    r = llc_at(0, 10, 12, 5)
+    assert R.llc_shape(dict(m, test_loss=np.full(len(steps), 5.0)), r) is None  # never groks
+    short = {k: v[steps <= 2400] for k, v in r.items()}       # no LLC checkpoint after 2500
+    assert R.llc_shape({k: v[steps <= 2400] for k, v in m.items()}, short) is None
+    (run := tmp_path / "ln-pre_s0").mkdir()
+    (run / "config.json").write_text(json.dumps(Config().to_dict()))
+    np.savez(run / "metrics.npz", **m)
+    np.savez(run / "analysis.npz", **r, train_loss=m["train_loss"], test_loss=m["test_loss"],
+             llc_chains=np.stack([r["llc"] - 1, r["llc"] + 1], 1))
+    claims.llc(str(tmp_path))
+    out = capsys.readouterr().out
+    assert "train loss <= 0.01 at 200, test loss at 2500; devinterp's shape: yes" in out
+    assert "| 1000 | 0.001 | 5 | 10.00 (9.00 / 11.00) |" in out
+    assert "| 1100 |" not in out  # a checkpoint without the LLC
+
+
+def test_pizza_check_prints_model_a_by_our_measures_beside_their_notebook(capsys):
+    claims.main(["pizza_check"])
+    out = capsys.readouterr().out
+    # their notebook's values (test_measures checks ours against them to 1e-6)
+    assert "| distance irrelevance | 0.1717364" in out and "| 0.17173646 |" in out
+    assert "| gradient symmetricity | 0.9936651" in out and "| 0.99366517 |" in out
+
+
 def test_seed_mean_curve_reads_the_mean_of_the_seeds_curves(monkeypatch):
     import claims_registry as R
     step = np.arange(0, 500, 100)

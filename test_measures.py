@@ -10,7 +10,6 @@ and their saved model A the numbers their notebook prints.
 """
 import math
 import os
-import random
 import sys
 import types
 
@@ -479,54 +478,14 @@ def test_gradient_symmetricity_of_a_clock_and_a_pizza():
     assert np.isnan(M.MEASURES["gradient_symmetricity"].fn(c))
 
 
-class ZhongModelA(torch.nn.Module):
-    """Zhong et al.'s one-layer transformer (their eval-main.ipynb) at attention rate 0, where
-    every attention weight is 1 (softmax x 0 + 1): tokens [a, b] -> logits over c at b."""
-
-    def __init__(self, w):
-        super().__init__()
-        self.w = {k: torch.from_numpy(v) for k, v in w.items()}
-        self.embed = self.Embed(self.w["embed.W_E"])
-
-    class Embed(torch.nn.Module):  # theirs: W_E (d, p)[:, x] -> (N, 2, d)
-        def __init__(self, W_E):
-            super().__init__()
-            self.W_E = W_E
-
-        def forward(self, x):
-            return self.W_E[:, x].permute(1, 2, 0)
-
-    def forward(self, x):
-        w = self.w
-        h = self.embed(x) + w["pos_embed.W_pos"]                            # (N, 2, d)
-        v = torch.einsum("ihd,bpd->biph", w["blocks.0.attn.W_V"], h)        # (N, H, 2, dh)
-        z = v.sum(2, keepdim=True).expand(-1, -1, 2, -1)                    # every weight 1
-        h = h + z.transpose(1, 2).flatten(2) @ w["blocks.0.attn.W_O"].T
-        hidden = torch.relu(h @ w["blocks.0.mlp.W_in"].T + w["blocks.0.mlp.b_in"])
-        h = h + hidden @ w["blocks.0.mlp.W_out"].T + w["blocks.0.mlp.b_out"]
-        return (h @ w["unembed.W_U"])[:, -1]                                # (N, p)
-
-
 def test_clock_pizza_measures_give_zhong_et_al_s_numbers_on_their_model_a():
-    """Their saved model A (fjzzq2002/pizza 4c7f2f3, code/save/model_p99zdpze5l.pt, MIT
-    licence; p 59, attention rate 0), the weights its forward reads, in float32 as theirs.
-    Their notebook prints distance irrelevance 0.17173645661473538 (the correct logit over
-    every pair) and gradient symmetricity 0.9936651682853699 (100 triples (a, b, c) of
+    """Their saved model A (clock_pizza.MODEL_A: p 59, attention rate 0, float32 as theirs):
+    their notebook prints distance irrelevance 0.17173645661473538 (the correct logit over every
+    pair) and gradient symmetricity 0.9936651682853699 (100 triples (a, b, c) of
     random.Random(42).shuffle over all p^3)."""
-    p = 59
-    with np.load(os.path.join(HERE, "reproduction", "sources", "pizza_model_a.npz")) as f:
-        model = ZhongModelA(dict(f))
-    x = torch.tensor([[a, b] for a in range(p) for b in range(p)])
-    y = (x[:, 0] + x[:, 1]) % p
-    with torch.no_grad():
-        correct = model(x)[torch.arange(p * p), y]
-    assert M.distance_irrelevance(correct, p) == pytest.approx(0.17173645661473538, rel=1e-6)
-    triples = [(a, b, c) for a in range(p) for b in range(p) for c in range(p)]
-    random.Random(42).shuffle(triples)
-    t = torch.tensor(triples[:100])
-    grads = M.embedding_gradients(model, t[:, :2], t[:, 2])
-    sym = M.gradient_symmetricity(grads[:, 0], grads[:, 1])
-    assert sym == pytest.approx(0.9936651682853699, rel=1e-7)
+    ours = clock_pizza.model_a_values()
+    assert ours["distance irrelevance"] == pytest.approx(0.17173645661473538, rel=1e-6)
+    assert ours["gradient symmetricity"] == pytest.approx(0.9936651682853699, rel=1e-7)
 
 
 def test_clock_pizza_table_per_placement_from_the_runs_analysis(tmp_path):

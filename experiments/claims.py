@@ -20,6 +20,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import analyze as A  # noqa: E402
+import clock_pizza  # noqa: E402
 import forecast  # noqa: E402
 import metrics_table  # noqa: E402
 import minibatch_table  # noqa: E402
@@ -352,6 +353,23 @@ def cleanup(root):
             [str(int(s[i]))] + [f"{a[k][i]:.3g}" for k in cols[1:]] for i in at]))
 
 
+def llc(root):
+    """The local learning coefficient through each run: the steps at which train and test loss
+    first reach 0.01 and whether the run has devinterp's shape (claims_registry.llc_shape), then
+    at its LLC checkpoints (measures.llc_every) the train and test loss and the LLC (each
+    chain's)."""
+    for run, (_, m, a) in load(root, analysed=True).items():
+        at = np.nonzero(np.isfinite(a["llc"]))[0]
+        rows = [[str(int(a["step"][i])), f"{a['train_loss'][i]:.3g}", f"{a['test_loss'][i]:.3g}",
+                 f"{a['llc'][i]:.2f} ({' / '.join(f'{v:.2f}' for v in a['llc_chains'][i])})"]
+                for i in at]
+        fit = first_below(m["step"], m["train_loss"])
+        shape = {None: "-", True: "yes", False: "no"}[claims_registry.llc_shape(m, a)]
+        print(f"{os.path.basename(run)}: train loss <= 0.01 at {fit}, test loss at "
+              f"{grok_step(m)}; devinterp's shape: {shape}\n")
+        print(S.markdown(["step", "train loss", "test loss", "LLC (per chain)"], rows))
+
+
 def attention(root):
     """Nanda et al.'s attention-head fit (appendix C.1.3) on their mainline at 40k: per seed and
     head, the frequency whose wave best fits the head's score difference (the logit of the
@@ -583,6 +601,15 @@ SECTIONS = {  # name: (REPRODUCTION.md's heading, folder (None: it reads the cop
             "singh_grids.sh --batched | grep -- --wd | bash", ntk),
     "med": ("MED against the earlier progress measures (Gu et al.)", None,
             "bash experiments/gu_setting.sh --batched | bash", med),
+    "llc": ("The local learning coefficient through one run", "runs/llc_example",
+            "python train.py --ln pre --seed 0 --stop-after-grok 1000 --out runs/llc_example; "
+            "python analyze.py runs/llc_example", llc),
+    "pizza_check": ("Zhong et al.'s model A: distance irrelevance and gradient symmetricity",
+                    None, "python experiments/claims.py pizza_check",
+                    lambda root: print(S.markdown(*clock_pizza.model_a_table()))),
+    "clock_pizza": ("Clock or Pizza by LN placement", "runs/clock_pizza",
+                    "bash experiments/clock_pizza.sh --list | bash",
+                    lambda root: print(S.markdown(*clock_pizza.table(root)))),
     "verdicts": ("Verdicts, claim by claim", None, "python experiments/claims.py verdicts",
                  lambda root: verdicts.main(load, claims_registry.CLAIMS)),
     "forecast": ("Forecasting grokking part-way through a run", None,
@@ -601,7 +628,8 @@ COPIES = {  # section: its runs' copy in the repository, read where its runs/ fo
         ("prieto_seeds", "prieto_fig1"), ("interventions_noln", "interventions_noln_zen5"),
         ("interventions_noln_ma", "interventions_noln"),
         ("interventions_nanda", "interventions_nanda"), ("grokfast", "grokfast_setting_zen5"),
-        ("grokfast_wd0", "grokfast_setting"), ("collapse_gpu", "prieto_fig2_gpu"))}
+        ("grokfast_wd0", "grokfast_setting"), ("collapse_gpu", "prieto_fig2_gpu"),
+        ("llc", "llc_example"))}
 
 
 

@@ -8,6 +8,7 @@ experiments/verdicts.py gives each its verdict:
     python experiments/claims.py verdicts       # the verdict table of these claims
     python experiments/verdicts.py --registry   # each claim's runs, statistic, like for like
 """
+import functools
 import math
 import os
 import sys
@@ -15,6 +16,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import clock_pizza  # noqa: E402
 import forecast  # noqa: E402
 import summary as S  # noqa: E402
 import stats  # noqa: E402
@@ -51,7 +53,8 @@ def field(**want):
 
 # claims.py sections whose runs have no copy in reproduction/: the CPU time they take to make
 UNCOMMITTED = {
-    "regularizers": "~12 CPU-hours", "gu": "~25 CPU-hours"}
+    "regularizers": "~12 CPU-hours", "gu": "~25 CPU-hours",
+    "clock_pizza": "~3.4-6.6 CPU-hours of training and ~2.9-5.2 of analysis"}
 
 
 def uncommitted(section):
@@ -633,6 +636,83 @@ def issue72_claims():
                  differs="-", section=None, test=not_addressed(r)) for p, c, r in why]
 
 
+ZHONG = "Zhong et al."
+BEYOND = "this project (beyond the papers)"
+MODEL_A = functools.cache(clock_pizza.model_a_values)  # both rows read one computation (~2 s)
+
+
+def exact(compute, paper, decimals):
+    """A number computed once, with no seeds (compute(): our value), against the paper's as it
+    prints it: the interval is our number at the paper's decimals, so the row is reproduced
+    when the two agree to the paper's precision."""
+    def test(load):
+        ours = compute()
+        return dict(kind="interval", ours=ours, lo=round(ours, decimals),
+                    hi=round(ours, decimals), paper=paper, seeds=[1], size=1)
+    return test
+
+
+def clock_pizza_claims():
+    rows = []
+    quoted = clock_pizza.ZHONG["their model A (Pizza, attention rate 0)"]  # 3 decimals
+    for (name, printed), v in zip(clock_pizza.MODEL_A_PRINTED.items(), quoted):
+        rows.append(dict(
+            paper=ZHONG, claim=f"their saved model A (attention rate 0) has {name} {v:.3f}",
+            value=v, source=f"their code/eval-main.ipynb prints {printed:.8f}; fjzzq2002/pizza "
+                            "4c7f2f3",
+            runs="their model A's weights (reproduction/sources/pizza_model_a.npz)",
+            statistic=f"measures.py's {name} of their model on their pairs and triples, at "
+                      "the 3 decimals quoted (one computation: the interval is the number)",
+            like=True, differs="like for like: their weights, pairs and triples; `python "
+            "experiments/claims.py pizza_check` prints both to 8 decimals (they differ by "
+            "float32 rounding, at most 1e-7 relative)", section="pizza_check",
+            label=f"model A {name}",
+            test=exact(lambda name=name: MODEL_A()[name], v, 3)))
+    rows.append(dict(
+        paper=BEYOND, claim="Singh et al.'s LN placements move a model between Zhong et al.'s "
+                            "Clock and Pizza", value="-", source="issue 73", runs=None,
+        statistic="-", like=False, differs="-", section="clock_pizza",
+        test=not_addressed(uncommitted("clock_pizza"))))
+    return rows
+
+
+LLC_RUN = Runs("llc_example", analysed=True)  # M+A*, seed 0, to test loss 0.01 + 1000
+
+
+def llc_shape(m, r):
+    """devinterp's grokking example's LLC shape in one run: True when the LLC of the memorised
+    model (at its first LLC checkpoint with train loss <= 0.01 and test loss not yet) has risen
+    at least half-way from step 0 to its largest value up to test loss <= 0.01, and the first
+    LLC checkpoint after that is below that largest value; None: no LLC checkpoint at step 0,
+    in the memorised stretch or after it, or a run that never fits or generalizes."""
+    fit, grok = first_below(m["step"], m["train_loss"]), grok_step(m)
+    if fit is None or grok is None:
+        return None
+    has = np.isfinite(r["llc"])
+    step, llc = r["step"][has], r["llc"][has]
+    memorised = (step >= fit) & (step <= grok)
+    after = step > grok
+    if not len(step) or step[0] != 0 or not memorised.any() or not after.any():
+        return None
+    top = float(llc[step <= grok].max())
+    risen = llc[memorised][0] - llc[0] >= (top - llc[0]) / 2
+    return bool(risen and llc[after][0] < top)
+
+
+def llc_claims():
+    return [dict(
+        paper="devinterp (Lau et al.'s LLC)", claim="the LLC rises while the model memorises and "
+        "falls as it groks (their grokking example)", value="rises, then falls",
+        source="examples/grokking.ipynb (an MLP, p 53; a figure, no number)",
+        runs="llc_example: M+A*, seed 0, to test loss 0.01 + 1000 steps, analysed",
+        statistic="per seed: the LLC of the memorised model has risen half-way to its largest "
+                  "before test loss 0.01, and falls after it (claims_registry.llc_shape)",
+        like=False, differs="their MLP, p 53 and 40% train, theirs by devinterp with its "
+        "settings; ours M+A* by measures.sgld_llc (the same estimator) with LLC_* (a "
+        "calibration of our own), at 4 checkpoints of the run", section="llc",
+        test=signs(LLC_RUN, llc_shape))]
+
+
 FORECAST_T = 0.1  # the forecast claim's fraction of the budget: early, most runs still pending
 
 
@@ -651,7 +731,7 @@ class Forecasts:
 
 def forecast_claims():
     return [dict(
-        paper="this project (beyond the papers)",
+        paper=BEYOND,
         claim=f"at {FORECAST_T:g} of its budget, what a run has logged forecasts its step of test "
               "loss 0.01 better than the other configurations' median step",
         value="closer in most configurations", source="issue 73", runs="every committed pack "
@@ -859,5 +939,6 @@ def further_claims():
 
 CLAIMS = (placement_claims() + train_fit_claims() + measure_claims() + optimization_claims()
           + nanda_claims() + gu_claims() + alquabeh_claims() + prieto_claims()
-          + grokfast_claims() + issue72_claims() + further_claims() + forecast_claims())
+          + grokfast_claims() + issue72_claims() + further_claims() + clock_pizza_claims()
+          + llc_claims() + forecast_claims())
 

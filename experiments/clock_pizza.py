@@ -7,17 +7,23 @@ beside them Zhong et al.'s two saved models as anchors.
     python experiments/clock_pizza.py                      # runs/clock_pizza
     python experiments/clock_pizza.py runs/ln_placements   # any folder of such runs
 
+model_a_values() measures Zhong et al.'s saved model A (reproduction/sources/pizza_model_a.npz)
+with this project's measures, to set beside the numbers their notebook prints.
+
 A seed counts as Pizza-like when its (distance irrelevance, gradient symmetricity) lies nearer
 to their model A (a Pizza) than to their model B (a Clock). The Mann-Whitney test compares a
 placement's gradient symmetricity at the last checkpoint with No LN's.
 """
 import os
+import random
 import sys
 
 import numpy as np
+import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import analyze as A  # noqa: E402
+import measures as M  # noqa: E402
 import summary as S  # noqa: E402
 from runfiles import KEYS, Stop, first_below, load_metrics  # noqa: E402
 from singh_numbers import SINGH_LN  # noqa: E402
@@ -30,6 +36,72 @@ MEASURED = ("distance_irrelevance", "gradient_symmetricity")
 # their saved weights
 ZHONG = {"their model A (Pizza, attention rate 0)": (0.172, 0.994),
          "their model B (Clock, attention rate 1)": (0.848, 0.334)}
+# their saved model A (fjzzq2002/pizza 4c7f2f3, code/save/model_p99zdpze5l.pt, MIT licence; p 59,
+# attention rate 0): the weights its forward reads, in float32 as theirs; and what their
+# code/eval-main.ipynb prints for it: distance irrelevance (the correct logit over every pair),
+# gradient symmetricity (100 triples (a, b, c), random.Random(42).shuffle over all p^3)
+MODEL_A = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reproduction",
+                       "sources", "pizza_model_a.npz")
+MODEL_A_P = 59
+MODEL_A_PRINTED = {"distance irrelevance": 0.17173645661473538,
+                   "gradient symmetricity": 0.9936651682853699}
+MODEL_A_TRIPLES = 100   # their notebook's triples for gradient symmetricity
+MODEL_A_SHUFFLE = 42    # the seed of their random.Random shuffle of the triples
+
+
+class ZhongModel(torch.nn.Module):
+    """Zhong et al.'s one-layer transformer (their eval-main.ipynb) at attention rate 0, where
+    every attention weight is 1 (softmax x 0 + 1): tokens [a, b] -> logits over c at b."""
+
+    def __init__(self, w):
+        super().__init__()
+        self.w = {k: torch.from_numpy(v) for k, v in w.items()}
+        self.embed = self.Embed(self.w["embed.W_E"])  # a module: embedding_gradients hooks it
+
+    class Embed(torch.nn.Module):  # theirs: W_E (d, p)[:, x] -> (N, 2, d)
+        def __init__(self, W_E):
+            super().__init__()
+            self.W_E = W_E
+
+        def forward(self, x):
+            return self.W_E[:, x].permute(1, 2, 0)
+
+    def forward(self, x):
+        w = self.w
+        h = self.embed(x) + w["pos_embed.W_pos"]                            # (N, 2, d)
+        v = torch.einsum("ihd,bpd->biph", w["blocks.0.attn.W_V"], h)        # (N, H, 2, dh)
+        z = v.sum(2, keepdim=True).expand(-1, -1, 2, -1)                    # every weight 1
+        h = h + z.transpose(1, 2).flatten(2) @ w["blocks.0.attn.W_O"].T
+        hidden = torch.relu(h @ w["blocks.0.mlp.W_in"].T + w["blocks.0.mlp.b_in"])
+        h = h + hidden @ w["blocks.0.mlp.W_out"].T + w["blocks.0.mlp.b_out"]
+        return (h @ w["unembed.W_U"])[:, -1]                                # (N, p)
+
+
+def model_a_values(path=MODEL_A):
+    """{measure: value} of their model A by measures.py's distance irrelevance and gradient
+    symmetricity, on the pairs and triples their notebook uses."""
+    p = MODEL_A_P
+    with np.load(path) as f:
+        model = ZhongModel(dict(f))
+    x = torch.tensor([[a, b] for a in range(p) for b in range(p)])
+    y = (x[:, 0] + x[:, 1]) % p
+    with torch.no_grad():
+        correct = model(x)[torch.arange(p * p), y]
+    triples = [(a, b, c) for a in range(p) for b in range(p) for c in range(p)]
+    random.Random(MODEL_A_SHUFFLE).shuffle(triples)
+    t = torch.tensor(triples[:MODEL_A_TRIPLES])
+    grads = M.embedding_gradients(model, t[:, :2], t[:, 2])
+    return {"distance irrelevance": M.distance_irrelevance(correct, p),
+            "gradient symmetricity": M.gradient_symmetricity(grads[:, 0], grads[:, 1])}
+
+
+def model_a_table():
+    """Header and rows: each measure of model A, ours beside their notebook's."""
+    ours = model_a_values()
+    rows = [[k, f"{ours[k]:.8f}", f"{v:.8f}", f"{abs(ours[k] - v) / v:.1e}"]
+            for k, v in MODEL_A_PRINTED.items()]
+    return ["their model A (p 59, attention rate 0)", "this project's measures",
+            "their notebook prints", "relative difference"], rows
 
 
 def seed_values(run):
