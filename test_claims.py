@@ -394,11 +394,12 @@ def test_llc_shape_asks_for_the_rise_by_the_end_of_memorising_and_a_fall_after_g
     (run / "config.json").write_text(json.dumps(Config().to_dict()))
     np.savez(run / "metrics.npz", **m)
     np.savez(run / "analysis.npz", **r, train_loss=m["train_loss"], test_loss=m["test_loss"],
-             llc_chains=np.stack([r["llc"] - 1, r["llc"] + 1], 1))
+             llc_chains=np.stack([r["llc"] - 1, r["llc"] + 1], 1),
+             distance_irrelevance=steps / 3000, gradient_symmetricity=1 - steps / 3000)
     claims.llc(str(tmp_path))
     out = capsys.readouterr().out
     assert "train loss <= 0.01 at 200, test loss at 2500; devinterp's shape: yes" in out
-    assert "| 1000 | 0.001 | 5 | 10.00 (9.00 / 11.00) |" in out
+    assert "| 1000 | 0.001 | 5 | 10.00 (9.00 / 11.00) | 0.333 | 0.667 |" in out
     assert "| 1100 |" not in out  # a checkpoint without the LLC
 
 

@@ -354,20 +354,24 @@ def cleanup(root):
 
 
 def llc(root):
-    """The local learning coefficient through each run: the steps at which train and test loss
-    first reach 0.01 and whether the run has devinterp's shape (claims_registry.llc_shape), then
-    at its LLC checkpoints (measures.llc_every) the train and test loss and the LLC (each
-    chain's)."""
+    """The local learning coefficient and Zhong et al.'s signatures through each run: the steps
+    at which train and test loss first reach 0.01 and whether the run has devinterp's shape
+    (claims_registry.llc_shape), then at its LLC checkpoints (measures.llc_every) and its last
+    the train and test loss, the LLC (each chain's; "-" where not taken), distance irrelevance
+    and gradient symmetricity."""
     for run, (_, m, a) in load(root, analysed=True).items():
-        at = np.nonzero(np.isfinite(a["llc"]))[0]
+        at = np.union1d(np.nonzero(np.isfinite(a["llc"]))[0], [len(a["step"]) - 1])
+        chains = lambda i: " / ".join(f"{v:.2f}" for v in a["llc_chains"][i])
         rows = [[str(int(a["step"][i])), f"{a['train_loss'][i]:.3g}", f"{a['test_loss'][i]:.3g}",
-                 f"{a['llc'][i]:.2f} ({' / '.join(f'{v:.2f}' for v in a['llc_chains'][i])})"]
+                 f"{a['llc'][i]:.2f} ({chains(i)})" if np.isfinite(a["llc"][i]) else "-",
+                 f"{a['distance_irrelevance'][i]:.3f}", f"{a['gradient_symmetricity'][i]:.3f}"]
                 for i in at]
         fit = first_below(m["step"], m["train_loss"])
         shape = {None: "-", True: "yes", False: "no"}[claims_registry.llc_shape(m, a)]
         print(f"{os.path.basename(run)}: train loss <= 0.01 at {fit}, test loss at "
               f"{grok_step(m)}; devinterp's shape: {shape}\n")
-        print(S.markdown(["step", "train loss", "test loss", "LLC (per chain)"], rows))
+        print(S.markdown(["step", "train loss", "test loss", "LLC (per chain)",
+                          "distance irrelevance", "gradient symmetricity"], rows))
 
 
 def attention(root):
@@ -601,7 +605,7 @@ SECTIONS = {  # name: (REPRODUCTION.md's heading, folder (None: it reads the cop
             "singh_grids.sh --batched | grep -- --wd | bash", ntk),
     "med": ("MED against the earlier progress measures (Gu et al.)", None,
             "bash experiments/gu_setting.sh --batched | bash", med),
-    "llc": ("The local learning coefficient through one run", "runs/llc_example",
+    "llc": ("The LLC and the Clock / Pizza signatures through one run", "runs/llc_example",
             "python train.py --ln pre --seed 0 --stop-after-grok 1000 --out runs/llc_example; "
             "python analyze.py runs/llc_example", llc),
     "pizza_check": ("Zhong et al.'s model A: distance irrelevance and gradient symmetricity",
