@@ -50,7 +50,7 @@ def load(root, analysed=False, keep=lambda cfg: True):
         kept, res = os.path.join(run, "analysis.npz"), {}
         if analysed and os.path.exists(kept) and not glob.glob(f"{run}/ckpt/step_*.pt"):
             res = dict(np.load(kept))
-            if "keys_embed" not in res:  # before 2026-11-28 (evening): keys W_E's, keys_logit W_L's
+            if "keys_embed" not in res:  # an older copy's names: keys W_E's, keys_logit W_L's
                 res["keys_embed"], res["keys"] = res.pop("keys", None), res.pop("keys_logit", None)
         elif analysed:
             res = A.analyse_run(run, log=lambda *_: None)
@@ -505,6 +505,44 @@ def med(root):
                      rows))
 
 
+def tuned_adamw(root):
+    """experiments/tuned_adamw.sh, stage 1: AdamW's lr x wd on the tuning seed, per placement,
+    the step of test loss <= 0.01 in each cell, and the cell a stage 2 compares (the first to
+    get there; a tie: the smaller lr, then the smaller wd). A cell not yet run is '-'."""
+    cells = {}
+    for run, (cfg, m, _) in load(root).items():
+        cells.setdefault(cfg.ln, {})[(cfg.lr, cfg.wd)] = (first_below(m["step"], m["test_loss"]),
+                                                          int(m["step"][-1]), cfg.steps, cfg.seed)
+    lrs = sorted({lr for grid in cells.values() for lr, _ in grid})
+    wds = sorted({wd for grid in cells.values() for _, wd in grid})
+    for ln in sorted(cells, key=lambda ln: ln != "pre"):
+        grid, rows = cells[ln], []
+        for lr in lrs:
+            row = [f"{lr:g}"]
+            for wd in wds:
+                if (lr, wd) not in grid:
+                    row.append("-")
+                    continue
+                step, last, budget, _ = grid[lr, wd]
+                if step is not None:
+                    row.append(str(step))
+                elif last < budget:
+                    row.append(f"running (step {last} of {budget})")
+                else:
+                    row.append(f"not reached in {budget}")
+            rows.append(row)
+        done = [(step, lr, wd) for (lr, wd), (step, *_ ) in grid.items() if step is not None]
+        seeds = sorted({seed for *_, seed in grid.values()})
+        print(f"{ln} ({claims_registry.LN_NAME.get(ln, ln)}), seed {' '.join(map(str, seeds))}: test loss <= "
+              f"0.01 at (rows lr, columns wd)\n")
+        print(S.markdown(["lr \\ wd"] + [f"{wd:g}" for wd in wds], rows))
+        if len(done) < len(lrs) * len(wds):
+            print("the cell to compare: not yet chosen (cells missing or running)\n")
+        else:
+            step, lr, wd = min(done)
+            print(f"the cell to compare: lr {lr:g}, wd {wd:g} (step {step})\n")
+
+
 SECTIONS = {  # name: (REPRODUCTION.md's heading, folder (None: it reads the copies it needs),
     # what makes it, printer)
     "placements": ("LN placements on their split, through the paper's 10k-step budget",
@@ -536,6 +574,8 @@ SECTIONS = {  # name: (REPRODUCTION.md's heading, folder (None: it reads the cop
     "nanda": ("Progress measures: training fraction and weight decay (Nanda et al.)",
               "runs/nanda", "bash experiments/nanda.sh --list | bash",
               lambda root: (summary(root), per_seed(root, ref="frac=0.3, wd=1.0"))),
+    "tuned_adamw": ("A tuned AdamW: lr x wd on a tuning seed (stage 1)", "runs/tuned_adamw",
+                    "bash experiments/tuned_adamw.sh", tuned_adamw),
     "regularizers": ("Dropout, L1 and a float32 loss (Nanda et al.'s appendix)",
                      "runs/nanda_regularizers",
                      "bash experiments/nanda_regularizers.sh --batched | bash", regularizers),
@@ -629,6 +669,7 @@ COPIES = {  # section: its runs' copy in the repository, read where its runs/ fo
         ("optimization", "optimization"), ("interventions", "interventions_pre"),
         ("cleanup", "nanda_cleanup"), ("compressibility_wd", "singh_grids"),
         ("c_fourier", "ln_placements_singh"), ("phases", "nanda_cleanup"), ("nanda_wd", "nanda_wd"),
+        ("tuned_adamw", "tuned_adamw"),
         ("prieto_seeds", "prieto_fig1"), ("interventions_noln", "interventions_noln_zen5"),
         ("interventions_noln_ma", "interventions_noln"),
         ("interventions_nanda", "interventions_nanda"), ("grokfast", "grokfast_setting_zen5"),
