@@ -533,8 +533,9 @@ def tuned_adamw(root):
             rows.append(row)
         done = [(step, lr, wd) for (lr, wd), (step, *_ ) in grid.items() if step is not None]
         seeds = sorted({seed for *_, seed in grid.values()})
-        print(f"{ln} ({claims_registry.LN_NAME.get(ln, ln)}), seed {' '.join(map(str, seeds))}: test loss <= "
-              f"0.01 at (rows lr, columns wd)\n")
+        name = claims_registry.LN_NAME.get(ln, ln)
+        print(f"{ln} ({name}), seed {' '.join(map(str, seeds))}: test loss <= 0.01 at (rows lr, "
+              "columns wd)\n")
         print(S.markdown(["lr \\ wd"] + [f"{wd:g}" for wd in wds], rows))
         if len(done) < len(lrs) * len(wds):
             print("the cell to compare: not yet chosen (cells missing or running)\n")

@@ -38,7 +38,8 @@ def checkpoint_context(run, step):
 
 
 def estimates(drawn, loss_star, n, burnin, lengths):
-    """Per chain, the LLC from the draws burnin .. burnin + k of each length k: (chains, lengths)."""
+    """Per chain, the LLC from the draws burnin .. burnin + k of each length k:
+    (chains, lengths)."""
     nbeta = n / np.log(n)
     return np.array([[nbeta * (chain[burnin:burnin + k].mean() - loss_star) for k in lengths]
                      for chain in drawn])
@@ -60,8 +61,9 @@ def main(argv=None):
         sys.exit(f"error: {e}")
     loss, params, n = M.llc_problem(c)
     loss_star = float(loss().detach())
-    print(f"{args.run}, step {args.step}: n {n}, n beta {n / np.log(n):.1f}, gamma {M.LLC_GAMMA:g}, "
-          f"{M.LLC_CHAINS} chains, burn-in {M.LLC_BURNIN}; train loss at w* {loss_star:.3g}")
+    print(f"{args.run}, step {args.step}: n {n}, n beta {n / np.log(n):.1f}, "
+          f"gamma {M.LLC_GAMMA:g}, {M.LLC_CHAINS} chains, burn-in {M.LLC_BURNIN}; "
+          f"train loss at w* {loss_star:.3g}")
     rows = []
     for f in args.eps_factors:
         eps = f * M.LLC_EPS
