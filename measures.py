@@ -269,9 +269,9 @@ def sgld_llc(loss, params, n, chains=LLC_CHAINS, burnin=LLC_BURNIN, draws=LLC_DR
                     drawn[chain, t - burnin] = float(value.detach())
                 with torch.no_grad():
                     for q, w, dq in zip(params, w_star, grads):
-                        drift = gamma * (q - w)
-                        if dq is not None:
-                            drift += nbeta * dq
+                        if dq is None:  # a parameter the loss does not read: left at w*,
+                            continue    # as devinterp's step skips a parameter without a grad
+                        drift = gamma * (q - w) + nbeta * dq
                         noise = torch.randn(q.shape, generator=g, dtype=q.dtype)
                         q.add_(drift, alpha=-eps / 2).add_(noise, alpha=math.sqrt(eps))
     finally:
@@ -429,10 +429,11 @@ def llc_problem(c):
 
 
 def llc_every(cfg):
-    """The period of the checkpoints that take the LLC: about steps / LLC_POINTS, a multiple of
-    the checkpoint period (so that it falls on checkpoints), at least one period."""
-    period = cfg.steps // LLC_POINTS // cfg.ckpt_every * cfg.ckpt_every
-    return max(cfg.ckpt_every, period)
+    """The period of the checkpoints that take the LLC: steps / LLC_POINTS rounded up to a
+    multiple of the checkpoint period (so that it falls on checkpoints), at least one period;
+    with step 0, at most LLC_POINTS + 1 checkpoints a run."""
+    periods = math.ceil(cfg.steps / LLC_POINTS / cfg.ckpt_every)  # rounded up: <= LLC_POINTS
+    return max(1, periods) * cfg.ckpt_every
 
 
 def llc_chains(c):

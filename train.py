@@ -439,34 +439,34 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
             metrics = [{k: [] for k in KEYS} for _ in cfgs]
             start = 0
         make_folders(cfgs, run_dirs)
-    except BaseException:
+        if resume:
+            log(f"run {', '.join(run_dirs)}: resumed at step {start}")
+        else:
+            log(f"run {', '.join(run_dirs)}")
+        runs = Runs(cfgs, run_dirs, metrics, start, stop_after_grok)
+
+        # a step descends the evaluation's loss unless it sees a mini-batch or dropout
+        descend_evaluation_loss = shared.batch_size is None and shared.dropout == 0
+        # mini-batches: each run's own seeded order; batch holds the current batch's indices
+        batches, batch = None, None
+        if shared.batch_size:
+            batches = [Batches(cfg, x) for cfg, x in zip(cfgs, x_tr)]
+            batch = torch.zeros(len(cfgs), shared.batch_size, dtype=torch.long, device=device)
+        token_freqs = [token_frequency(cfg, x) for cfg, x in zip(cfgs, x_tr)]
+        ratios = []  # each run's embedding lr ratio: at its last evaluation, as uninterrupted
+        for r, m in enumerate(metrics):
+            if m["step"] and np.isfinite(m["emb_lr_ratio"][-1]):  # resumed between evaluations
+                ratios.append(m["emb_lr_ratio"][-1])
+            else:
+                ratios.append(run_ratio(cfgs, r, names, params, token_freqs))
+        keep_grads = device == "cuda"  # a CUDA graph reads the .grad tensors it recorded
+        step_between = functools.partial(train_step, forward, x_tr, y_tr, batch, opt, params,
+                                         shared, keep_grads)
+        if device == "cuda":  # the step between evaluations recorded once, then replayed
+            step_between = GraphedStep(step_between, params, opt)
+    except BaseException:  # the folders stay locked by nothing but a loop that runs
         release_folders(locks)
         raise
-    if resume:
-        log(f"run {', '.join(run_dirs)}: resumed at step {start}")
-    else:
-        log(f"run {', '.join(run_dirs)}")
-    runs = Runs(cfgs, run_dirs, metrics, start, stop_after_grok)
-
-    # a step descends the evaluation's loss unless it sees a mini-batch or dropout
-    descend_evaluation_loss = shared.batch_size is None and shared.dropout == 0
-    # mini-batches: each run's own seeded order; batch holds the current batch's indices
-    batches, batch = None, None
-    if shared.batch_size:
-        batches = [Batches(cfg, x) for cfg, x in zip(cfgs, x_tr)]
-        batch = torch.zeros(len(cfgs), shared.batch_size, dtype=torch.long, device=device)
-    token_freqs = [token_frequency(cfg, x) for cfg, x in zip(cfgs, x_tr)]
-    ratios = []  # each run's embedding lr ratio: at its last evaluation, as uninterrupted
-    for r, m in enumerate(metrics):
-        if m["step"] and np.isfinite(m["emb_lr_ratio"][-1]):  # resumed between evaluations
-            ratios.append(m["emb_lr_ratio"][-1])
-        else:
-            ratios.append(run_ratio(cfgs, r, names, params, token_freqs))
-    keep_grads = device == "cuda"  # a CUDA graph reads the .grad tensors it recorded
-    step_between = functools.partial(train_step, forward, x_tr, y_tr, batch, opt, params,
-                                     shared, keep_grads)
-    if device == "cuda":  # the step between evaluations recorded once, then replayed
-        step_between = GraphedStep(step_between, params, opt)
 
     try:
         with cpu_settings(), CaughtSignals() as signals:

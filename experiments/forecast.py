@@ -22,7 +22,9 @@ budget (a run that has generalized needs no forecast). The methods, side by side
   weight-norm rule   log10 weight norm over the last half of the window, extrapolated to the
                      share of its peak at which the other configurations' runs generalized;
   restricted loss    the same rule for Nanda et al.'s restricted loss, on the runs whose
-                     analysis.npz holds it (checkpoints, not every logged step).
+                     analysis.npz holds it (checkpoints, not every logged step). As Nanda et
+                     al. define it, it keeps the key frequencies of the run's final checkpoint,
+                     so this rule alone sees part of the future: an optimistic baseline.
 A rule's score for the AUROC is minus its forecast step over the budget (never: -inf). Every
 forecast step is at least the present step t x budget. The inter / intra-class distance ratio of
 arXiv 2604.20923 needs each class's hidden representations, which no pack holds (checkpoints
