@@ -445,3 +445,27 @@ def test_their_weights_load_into_our_nanda_model_and_sum_the_loss():
     assert N.loss_sum({k: v.detach().float() for k, v in theirs.items()}) == pytest.approx(
         want, rel=1e-5)
     assert N.largest_test_set(10.0, 0.3) == 33 and N.first_epoch([3, 0.5, 0.01, 0.2]) == 2
+
+
+def test_the_tuned_cells_are_the_tuning_stage_choice():
+    import claims_registry as R
+    import pack
+    with pack.opened(os.path.join("reproduction", "tuned_adamw")) as folder:
+        runs = claims.load(folder)
+    for ln, cell in R.TUNED.items():
+        assert claims.tuning_grid(runs, ln)[2] == cell
+
+
+def test_tuning_grid_chooses_the_first_cell_to_generalize_once_every_cell_is_done():
+    def run(ln, lr, wd, grok, last=10000):
+        step = np.arange(0, last + 1, 10)
+        loss = np.where(step >= grok, 0.001, 1.0) if grok else np.ones(len(step))
+        cfg = Config(ln=ln, lr=lr, wd=wd, seed=claims.TUNING_SEED, steps=10000)
+        return cfg, dict(step=step, test_loss=loss), {}
+    runs = {"a": run("pre", 1e-3, 1.0, 3000), "b": run("pre", 3e-3, 1.0, None),
+            "c": run("pre", 1e-3, 3.0, 2000), "d": run("pre", 3e-3, 3.0, 2000)}
+    header, rows, chosen = claims.tuning_grid(runs, "pre")
+    assert chosen == (1e-3, 3.0)  # 2000 twice: the smaller lr
+    assert rows == [["0.001", "3000", "2000"], ["0.003", "not reached in 10000", "2000"]]
+    runs["b"] = run("pre", 3e-3, 1.0, None, last=5000)  # still running: no choice yet
+    assert claims.tuning_grid(runs, "pre")[2] is None

@@ -505,43 +505,93 @@ def med(root):
                      rows))
 
 
+TUNING_SEED = 5  # tuned_adamw.sh's stage 1: not among the seeds the methods are compared on
+COMPARED = {"pre": ("interventions_pre",),  # the packs holding each placement's methods
+            "off": ("interventions_noln_zen5", "interventions_noln")}
+
+
+def seed_steps(runs):
+    """{arm: {seed: step of test loss <= 0.01, or None}}; an arm is a run's name less its seed."""
+    arms = {}
+    for run, (cfg, m, _) in runs.items():
+        arm = os.path.basename(run).rsplit("_s", 1)[0]
+        arms.setdefault(arm, {})[cfg.seed] = first_below(m["step"], m["test_loss"])
+    return arms
+
+
+def tuning_grid(runs, ln):
+    """The tuning seed's cells of one placement, as printed rows, and the chosen (lr, wd): the
+    first to test loss 0.01 (a tie: the smaller lr, then wd); None while a cell is missing."""
+    grid = {}
+    for run, (cfg, m, _) in runs.items():
+        if cfg.ln == ln and cfg.seed == TUNING_SEED:
+            grid[cfg.lr, cfg.wd] = (first_below(m["step"], m["test_loss"]), int(m["step"][-1]),
+                                    cfg.steps)
+    lrs = sorted({lr for lr, _ in grid})
+    wds = sorted({wd for _, wd in grid})
+    rows = []
+    for lr in lrs:
+        row = [f"{lr:g}"]
+        for wd in wds:
+            if (lr, wd) not in grid:
+                row.append("-")
+                continue
+            step, last, budget = grid[lr, wd]
+            if step is not None:
+                row.append(str(step))
+            elif last < budget:
+                row.append(f"running (step {last} of {budget})")
+            else:
+                row.append(f"not reached in {budget}")
+        rows.append(row)
+    done = [(step, lr, wd) for (lr, wd), (step, _, _) in grid.items() if step is not None]
+    finished = all(step is not None or last == budget for step, last, budget in grid.values())
+    chosen = None
+    if done and finished and len(grid) == len(lrs) * len(wds):
+        chosen = min(done)[1:]
+    return ["lr \\ wd"] + [f"{wd:g}" for wd in wds], rows, chosen
+
+
 def tuned_adamw(root):
-    """experiments/tuned_adamw.sh, stage 1: AdamW's lr x wd on the tuning seed, per placement,
-    the step of test loss <= 0.01 in each cell, and the cell a stage 2 compares (the first to
-    get there; a tie: the smaller lr, then the smaller wd). A cell not yet run is '-'."""
-    cells = {}
-    for run, (cfg, m, _) in load(root).items():
-        cells.setdefault(cfg.ln, {})[(cfg.lr, cfg.wd)] = (first_below(m["step"], m["test_loss"]),
-                                                          int(m["step"][-1]), cfg.steps, cfg.seed)
-    lrs = sorted({lr for grid in cells.values() for lr, _ in grid})
-    wds = sorted({wd for grid in cells.values() for _, wd in grid})
-    for ln in sorted(cells, key=lambda ln: ln != "pre"):
-        grid, rows = cells[ln], []
-        for lr in lrs:
-            row = [f"{lr:g}"]
-            for wd in wds:
-                if (lr, wd) not in grid:
-                    row.append("-")
-                    continue
-                step, last, budget, _ = grid[lr, wd]
-                if step is not None:
-                    row.append(str(step))
-                elif last < budget:
-                    row.append(f"running (step {last} of {budget})")
-                else:
-                    row.append(f"not reached in {budget}")
-            rows.append(row)
-        done = [(step, lr, wd) for (lr, wd), (step, *_ ) in grid.items() if step is not None]
-        seeds = sorted({seed for *_, seed in grid.values()})
+    """experiments/tuned_adamw.sh: AdamW's lr x wd on the tuning seed, per placement (stage 1),
+    then the chosen cell on the compared seeds 0-4 beside every method and the matched AdamW of
+    interventions.sh (stage 2): steps to test loss 0.01 seed by seed, and a one-sided
+    Mann-Whitney test that the method gets there before the tuned AdamW."""
+    runs = load(root)
+    for ln in sorted({cfg.ln for cfg, _, _ in runs.values()}, key=lambda ln: ln != "pre"):
         name = claims_registry.LN_NAME.get(ln, ln)
-        print(f"{ln} ({name}), seed {' '.join(map(str, seeds))}: test loss <= 0.01 at (rows lr, "
+        header, rows, chosen = tuning_grid(runs, ln)
+        print(f"{ln} ({name}), stage 1, seed {TUNING_SEED}: test loss <= 0.01 at (rows lr, "
               "columns wd)\n")
-        print(S.markdown(["lr \\ wd"] + [f"{wd:g}" for wd in wds], rows))
-        if len(done) < len(lrs) * len(wds):
+        print(S.markdown(header, rows))
+        if chosen is None:
             print("the cell to compare: not yet chosen (cells missing or running)\n")
-        else:
-            step, lr, wd = min(done)
-            print(f"the cell to compare: lr {lr:g}, wd {wd:g} (step {step})\n")
+            continue
+        lr, wd = chosen
+        print(f"the cell to compare: lr {lr:g}, wd {wd:g}\n")
+        tuned = {cfg.seed: first_below(m["step"], m["test_loss"]) for cfg, m, _ in runs.values()
+                 if cfg.ln == ln and (cfg.lr, cfg.wd) == chosen and cfg.seed != TUNING_SEED}
+        if not tuned:
+            print("stage 2: the chosen cell is not run on the compared seeds\n")
+            continue
+        seeds = sorted(tuned)
+        arms = {f"tuned AdamW (lr {lr:g}, wd {wd:g})": tuned}
+        for copy in COMPARED[ln]:
+            with pack.opened(os.path.join("reproduction", copy)) as folder:
+                arms.update(seed_steps(load(folder)))
+        rows = []
+        for arm, steps in arms.items():
+            these = [steps.get(s) for s in seeds]
+            if steps is tuned:
+                test = "-"
+            else:
+                test = "U {:g} / p {:.3f}".format(*mann_whitney(these, [tuned[s] for s in seeds],
+                                                                "less"))
+            rows.append([arm, " / ".join(str(v) if v is not None else "-" for v in these), test])
+        print(f"{ln} ({name}), stage 2, seeds {' '.join(map(str, seeds))}: test loss <= 0.01 at; "
+              "the methods from interventions.sh (another machine for No LN: Zen 5)\n")
+        print(S.markdown(["arm", "per seed", "earlier than the tuned AdamW: Mann-Whitney U / "
+                          "p (one-sided)"], rows))
 
 
 SECTIONS = {  # name: (REPRODUCTION.md's heading, folder (None: it reads the copies it needs),
@@ -575,7 +625,7 @@ SECTIONS = {  # name: (REPRODUCTION.md's heading, folder (None: it reads the cop
     "nanda": ("Progress measures: training fraction and weight decay (Nanda et al.)",
               "runs/nanda", "bash experiments/nanda.sh --list | bash",
               lambda root: (summary(root), per_seed(root, ref="frac=0.3, wd=1.0"))),
-    "tuned_adamw": ("A tuned AdamW: lr x wd on a tuning seed (stage 1)", "runs/tuned_adamw",
+    "tuned_adamw": ("A tuned AdamW beside the accelerators", "runs/tuned_adamw",
                     "bash experiments/tuned_adamw.sh", tuned_adamw),
     "regularizers": ("Dropout, L1 and a float32 loss (Nanda et al.'s appendix)",
                      "runs/nanda_regularizers",
