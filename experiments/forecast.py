@@ -43,7 +43,7 @@ import pack  # noqa: E402
 import plots  # noqa: E402
 from summary import first_at_or_above, markdown  # noqa: E402
 from runfiles import GROK, Stop, first_below  # noqa: E402
-from stats import sign_test  # noqa: E402
+from stats import mann_whitney, sign_test  # noqa: E402
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 REPRO = os.path.join(HERE, "reproduction")
@@ -232,15 +232,14 @@ def predict(w, X):
 
 
 def auroc(scores, labels):
-    """The probability that a positive scores above a negative (ties count half), from ranks;
-    None with no positive or no negative."""
+    """The probability that a positive scores above a negative (ties count half): Mann-Whitney's
+    U over the pairs; None with no positive or no negative."""
     scores, labels = np.asarray(scores, float), np.asarray(labels, bool)
     n1, n0 = labels.sum(), (~labels).sum()
     if n1 == 0 or n0 == 0:
         return None
-    _, inv, counts = np.unique(scores, return_inverse=True, return_counts=True)
-    ranks = (np.cumsum(counts) - (counts - 1) / 2)[inv]  # ties share their mean rank
-    return float((ranks[labels].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
+    U, _ = mann_whitney(scores[labels], scores[~labels])  # pairs a positive scores above
+    return float(U / (n1 * n0))
 
 
 # ---------------------------------------------------------------- nearest configuration
