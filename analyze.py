@@ -3,6 +3,7 @@ Progress measures of the four papers at every checkpoint of every run, then ever
 
     python analyze.py runs/              # every run folder below runs/, then the cross-run figures
     python analyze.py runs/ln-pre_s0     # one run
+    python analyze.py --no-llc runs/     # without the local learning coefficient (5-10x faster)
 
 Writes runs/<name>/analysis.npz (one row per checkpoint; keys in measures.py's MEASURES and
 FINAL, and README.md), runs/<name>/figures/*.png, and for a folder of runs runs/figures/*.png,
@@ -25,7 +26,8 @@ import numpy as np
 import torch
 
 from config import Config
-from measures import FINAL, MEASURES, load_checkpoint_into, load_weights, run_context
+from measures import (FINAL, LLC_POINTS, MEASURES, load_checkpoint_into, load_weights,
+                      run_context)
 from model import build_model
 from runfiles import (GROK, KEYS, ArgumentParser, Stop, checkpoint_paths, first_below,
                       load_checkpoint, load_metrics, message, printable, save_atomic)
@@ -36,10 +38,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 # ---------------------------------------------------------------- one run
 
-def measure(cfg, cks):
-    """Every measure at every checkpoint, then FINAL at the last: analysis.npz's dict."""
+def measure(cfg, cks, llc=True):
+    """Every measure at every checkpoint, then FINAL at the last: analysis.npz's dict; llc
+    False: the local learning coefficient's columns NaN (measures.llc_chains)."""
     model = build_model(cfg)
-    c = run_context(cfg, model, cks[-1])
+    c = run_context(cfg, model, cks[-1], llc=llc)
     rows = {k: [] for k in MEASURES}
     for ck in cks:
         load_checkpoint_into(c, model, ck)
@@ -202,10 +205,12 @@ def same_run(a, b):
     return replace(a, steps=0) == replace(b, steps=0)
 
 
-def analyse_run(run_dir, log=print):
+def analyse_run(run_dir, log=print, llc=True):
     """All measures at every checkpoint of one run; writes and returns analysis.npz's dict,
     or returns the one written before if nothing it was computed from changed (a cache: one
-    that cannot be read is made again)."""
+    that cannot be read is made again). llc False skips the local learning coefficient (most
+    of an analysis's time); an analysis with it serves a caller that skips it, not the other
+    way round."""
     cfg = run_config(run_dir)
     paths, _ = checkpoint_paths(run_dir)
     s = stamp(paths)
@@ -214,15 +219,15 @@ def analyse_run(run_dir, log=print):
         try:
             with np.load(out, allow_pickle=False) as f:
                 old = {k: f[k] for k in f.files}
-            if str(old.get("stamp")) == s:
+            if str(old.get("stamp")) == s and (not llc or not old.get("llc_skipped", False)):
                 return old
         except Exception as e:  # a zip cut short, a column that cannot be read
             log(f"{printable(out)} cannot be read ({message(e)}): computing it again")
     t0 = time.time()
     cks = run_checkpoints(run_dir, cfg, log)
     with torch.no_grad():
-        res = measure(cfg, cks)
-    res["stamp"] = s
+        res = measure(cfg, cks, llc)
+    res["stamp"], res["llc_skipped"] = s, not llc
     save_atomic(res, out)
     log(f"{printable(run_dir)}: {len(cks)} checkpoints analysed in {time.time() - t0:.1f}s, "
         f"key frequencies (W_L) {[int(k) for k in res['keys']]}")
@@ -323,7 +328,7 @@ def figures_failed(folder, e):
     return Stop(f"{printable(folder)}: cannot write its figures ({e.strerror})")
 
 
-def analyse_one(run):
+def analyse_one(run, llc=True):
     """(cfg, metrics, analysis) of one run, its figures drawn; Stop if it cannot be analysed."""
     import plots  # matplotlib only when drawing
     try:
@@ -333,7 +338,7 @@ def analyse_one(run):
     m = load_metrics(os.path.join(run, "metrics.npz"), KEYS)
     if not len(m["step"]):
         raise Stop(f"{run}/metrics.npz has no rows")
-    res = analyse_run(run)
+    res = analyse_run(run, llc=llc)
     cfg = run_config(run)
     try:
         plots.run_figures(run, m, res, first_below(m["step"], m["test_loss"]), phases(m),
@@ -346,7 +351,11 @@ def analyse_one(run):
 def main(argv=None):
     ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("root", metavar="RUNS_DIR_OR_RUN", help="a run folder, or a folder of runs")
-    root = ap.parse_args(argv).root
+    ap.add_argument("--no-llc", dest="llc", action="store_false",
+                    help="skip the local learning coefficient (llc, llc_chains: NaN), most of "
+                    f"the time: ~40-75 s at each of {LLC_POINTS} checkpoints a run on a CPU")
+    args = ap.parse_args(argv)
+    root = args.root
     if not os.path.isdir(root):
         sys.exit(f"error: {printable(root)} is not a folder")
     runs = find_runs(root)
@@ -357,7 +366,7 @@ def main(argv=None):
         for i, run in enumerate(runs):
             print(f"[{i + 1}/{len(runs)}] {printable(run)}", flush=True)
             try:
-                done[run] = analyse_one(run)
+                done[run] = analyse_one(run, args.llc)
             except Stop as e:  # one bad run: said, and the others go on
                 print(f"skipped: {e}")
         if not done:

@@ -284,11 +284,11 @@ def sgld_llc(loss, params, n, chains=LLC_CHAINS, burnin=LLC_BURNIN, draws=LLC_DR
 
 # ---------------------------------------------------------------- the context
 
-def run_context(cfg, model, final):
+def run_context(cfg, model, final, llc=True):
     """What every checkpoint of a run shares: the grid of pairs and its split, fixed example
     sets, the Fourier basis, and the key frequencies of the final checkpoint, held fixed over
     the run: keys by W_L's Fourier norms (Nanda et al.'s rule; restricted and excluded loss
-    keep or remove them), keys_embed by W_E's."""
+    keep or remove them), keys_embed by W_E's; llc False: no checkpoint takes the LLC."""
     x, y, valid = all_pairs(cfg)  # the whole grid, row a*p + b
     train = train_mask(cfg, valid)
     g = torch.Generator().manual_seed(0)
@@ -305,7 +305,7 @@ def run_context(cfg, model, final):
     return types.SimpleNamespace(cfg=cfg, p=cfg.p, is_add=cfg.op == "add", x=x, y=y, valid=valid,
                                  train=train, test=valid & ~train, ntk_idx=ntk_idx,
                                  attn_idx=attn_idx, sym_idx=sym_idx, sym_class=sym_class,
-                                 basis=basis, keys=keys, keys_embed=keys_embed, memo={})
+                                 basis=basis, keys=keys, keys_embed=keys_embed, llc=llc, memo={})
 
 
 def load_weights(model, ck):
@@ -438,8 +438,8 @@ def llc_every(cfg):
 
 def llc_chains(c):
     """The local learning coefficient of each SGLD chain (sgld_llc) at the checkpoints whose
-    step is a multiple of llc_every(cfg); NaN at the others."""
-    if c.step % llc_every(c.cfg):
+    step is a multiple of llc_every(cfg); NaN at the others, and at all when c.llc is False."""
+    if not c.llc or c.step % llc_every(c.cfg):
         return np.full(LLC_CHAINS, np.nan)
     if ("llc", c.step) not in c.memo:  # once a checkpoint: "llc" reads it too
         c.memo["llc", c.step] = sgld_llc(*llc_problem(c))[1]

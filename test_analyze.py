@@ -246,6 +246,21 @@ def test_stamp_follows_the_code_of_the_measures(tmp_path, monkeypatch):
     assert A.stamp(paths) != s
 
 
+def test_no_llc_skips_only_the_llc_and_a_full_analysis_serves_it(tmp_path, capsys):
+    run = tiny_run(tmp_path, "pre_s0")
+    A.main(["--no-llc", str(run)])
+    skipped = dict(np.load(run / "analysis.npz"))
+    assert skipped["llc_skipped"] and np.isnan(skipped["llc"]).all()
+    assert skipped["llc_chains"].shape == (3, M.LLC_CHAINS) and np.isnan(skipped["llc_chains"]).all()
+    logged = []
+    full = A.analyse_run(str(run), log=logged.append)  # asked with the LLC: computed again
+    assert len(logged) == 1 and not full["llc_skipped"] and np.isfinite(full["llc"]).all()
+    for k in set(full) - {"llc", "llc_chains", "llc_skipped"}:
+        np.testing.assert_array_equal(skipped[k], full[k], err_msg=k)
+    assert A.analyse_run(str(run), log=logged.append, llc=False)["llc_skipped"] == False
+    assert len(logged) == 1  # the full analysis kept, not computed again without the LLC
+
+
 SCALES = {"embed": 1.0}  # a module-level constant a measure reads
 
 

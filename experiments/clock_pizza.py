@@ -106,7 +106,7 @@ def model_a_table():
 
 def seed_values(run):
     """(config, {measure: (at generalization or None, at the last checkpoint)}) of one run."""
-    r = A.analyse_run(run, log=lambda *_: None)
+    r = A.analyse_run(run, log=lambda *_: None, llc=False)  # an analysis with the LLC serves too
     m = load_metrics(os.path.join(run, "metrics.npz"), KEYS)
     grok = first_below(m["step"], m["test_loss"])
     values = {k: (None if grok is None else S.at(r, k, grok), float(r[k][-1])) for k in MEASURED}

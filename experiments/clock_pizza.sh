@@ -1,13 +1,14 @@
 # Do Singh et al.'s LN placements move a model between Zhong et al.'s Clock and Pizza? Every
 # placement of their paper, five seeds each, as ln_placements.sh trains them (their split, their
 # 10k-step budget, a run stops 1000 steps after test loss reaches 0.01); analyze.py writes each
-# checkpoint's distance irrelevance and gradient symmetricity, and
+# checkpoint's distance irrelevance and gradient symmetricity (--no-llc: the table needs no local
+# learning coefficient, which would be most of the analysis's time), and
 #   python experiments/clock_pizza.py runs/clock_pizza
 # prints the table. --batched: one command per configuration with its five seeds (a GPU). Cost
-# on a 2-vCPU CPU (BENCHMARKS.md): 3.4-6.6 CPU-hours of training and 2.9-5.2 of analysis, most
-# of it the local learning coefficient.
+# on a 2-vCPU CPU (BENCHMARKS.md): 3.4-6.6 CPU-hours of training.
 source "$(dirname "$0")/jobs.sh"
 OUT=runs/clock_pizza
+ANALYZE="python analyze.py --no-llc $OUT"
 SEEDS="456 789 111 222 333"
 PLACEMENTS="off attn-pre pre mlp-pre attn-pre-qk attn-pre-v pre-v"
 R="--split-rng singh --stop-after-grok 1000 --out $OUT"
