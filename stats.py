@@ -27,12 +27,17 @@ def as_values(v):
 # ---------------------------------------------------------------- rank and exact tests
 
 def ranks(v):
-    """Each value's rank in v, 0 the smallest (ties in order of position)."""
-    return np.argsort(np.argsort(np.asarray(v)))
+    """Each value's rank in v, 0 the smallest; tied values share their ranks' mean (Spearman's
+    convention: a loss that saturates at one value ranks the same at every step it holds it)."""
+    v = np.asarray(v)
+    first = np.empty(len(v))
+    first[np.argsort(v, kind="stable")] = np.arange(len(v))
+    _, tie = np.unique(v, return_inverse=True)
+    return (np.bincount(tie, first) / np.bincount(tie))[tie]
 
 
 def rank_corr(x, y):
-    """Spearman's rank correlation (no ties expected in real-valued measures)."""
+    """Spearman's rank correlation: Pearson's on the ranks (ties at their mean rank)."""
     return float(np.corrcoef(ranks(x), ranks(y))[0, 1])
 
 

@@ -22,6 +22,15 @@ def test_rank_corr():
     assert S.rank_corr([1, 2, 3, 4], [2, 1, 4, 3]) == pytest.approx(0.6)  # 1 - 6*4/(4*15)
 
 
+def test_ranks_share_their_mean_among_ties():
+    assert S.ranks([3.0, 1.0, 3.0, 2.0]).tolist() == [2.5, 0.0, 2.5, 1.0]
+    assert S.ranks([5, 5, 5]).tolist() == [1.0, 1.0, 1.0]
+    # ranks 0 1.5 1.5 3 against 0 1 2 3, less their means: products sum to 4.5, squares 4.5 and 5
+    assert S.rank_corr([1, 2, 2, 4], [1, 2, 3, 4]) == pytest.approx(4.5 / math.sqrt(4.5 * 5))
+    # the order of tied values does not matter (an unstable sort once made it)
+    assert S.rank_corr([2, 1, 2, 4], [3, 1, 2, 4]) == S.rank_corr([2, 1, 2, 4], [2, 1, 3, 4])
+
+
 def test_rank_corr_test_counts_the_permutations():
     x = [1, 2, 3, 4]
     assert S.rank_corr_test(x, [4, 3, 2, 1]) == (pytest.approx(-1.0), pytest.approx(1 / 24))
