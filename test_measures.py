@@ -28,6 +28,7 @@ from model import build_model
 
 sys.path.insert(0, os.path.join(HERE, "experiments"))
 import clock_pizza  # noqa: E402
+import pack  # noqa: E402
 
 P = 23
 
@@ -497,6 +498,10 @@ def test_clock_pizza_table_per_placement_from_the_runs_analysis(tmp_path):
     header, rows = clock_pizza.table(str(tmp_path))
     assert [r[0] for r in rows[:2]] == ["off (No LN)", "pre (M+A*)"]  # Singh et al.'s order
     last = [np.load(tmp_path / f"pre_s{s}" / "analysis.npz") for s in (0, 1)]
+    assert all(r["llc_skipped"] for r in last)  # the table needs no LLC
+    pack.pack(str(tmp_path), str(tmp_path / "copy" / "runs.npz"))  # a committed copy: no ckpt/
+    pack.unpack(str(tmp_path / "copy" / "runs.npz"), str(tmp_path / "copy"))
+    assert clock_pizza.table(str(tmp_path / "copy")) == (header, rows)
     pre = dict(zip(header, rows[1]))
     for k, title in (("distance_irrelevance", "distance irrelevance, last"),
                      ("gradient_symmetricity", "gradient symmetricity, last")):

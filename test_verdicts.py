@@ -133,6 +133,26 @@ def test_table_on_made_up_runs(tmp_path, monkeypatch):
     assert os.path.getsize(tmp_path / "verdicts.png") > 0
 
 
+def test_any_differs_is_bonferroni_over_the_subgroups_against_the_base():
+    values = {"off": [0.3, 0.31, 0.32, 0.33, 0.34], "pre": [0.9, 0.91, 0.92, 0.93, 0.94],
+              "mlp-pre": [0.295, 0.315, 0.325, 0.335, 0.345]}
+    runs = [(Config(ln=ln, seed=s), {}, {"gs": v}) for ln, vs in values.items()
+            for s, v in enumerate(vs)]
+    group = type("G", (), {"get": lambda self, load: runs})()
+    differs = lambda: V.any_differs(group, lambda c: c.ln, "off", lambda m, r: r["gs"])(None)
+    res = differs()
+    # pre above off in every pair: 2 of 252 splits as extreme, two-sided; x 2 subgroups
+    assert res["p"] == pytest.approx(2 * 2 / 252) and res["weakest"] == "pre against off"
+    assert res["seeds"] == [5, 5, 5]
+    v, why = V.verdict(res, True)
+    assert v == "reproduced" and why.startswith("the paper's difference at p 0.0159")
+    runs[:] = [x for x in runs if x[0].ln != "pre"]  # mlp-pre interleaves with off
+    assert V.verdict(differs(), True) == ("inconclusive", "neither way at p < 0.05")
+    runs[:] = [x for x in runs if x[0].ln != "off"]
+    with pytest.raises(V.Missing, match="no runs of off"):
+        differs()
+
+
 def test_calibration_of_identical_seeds_holds_every_time(tmp_path, monkeypatch):
     """Seeds that all cross at one step: every interval is that step, so it always holds."""
     monkeypatch.setattr(V, "REPRO", str(tmp_path))

@@ -725,7 +725,7 @@ COPIES = {  # section: its runs' copy in the repository, read where its runs/ fo
         ("interventions_noln_ma", "interventions_noln"),
         ("interventions_nanda", "interventions_nanda"), ("grokfast", "grokfast_setting_zen5"),
         ("grokfast_wd0", "grokfast_setting"), ("collapse_gpu", "prieto_fig2_gpu"),
-        ("llc", "llc_example"))}
+        ("llc", "llc_example"), ("clock_pizza", "clock_pizza"))}
 
 
 

@@ -14,6 +14,7 @@ A seed counts as Pizza-like when its (distance irrelevance, gradient symmetricit
 to their model A (a Pizza) than to their model B (a Clock). The Mann-Whitney test compares a
 placement's gradient symmetricity at the last checkpoint with No LN's.
 """
+import glob
 import os
 import random
 import sys
@@ -106,7 +107,11 @@ def model_a_table():
 
 def seed_values(run):
     """(config, {measure: (at generalization or None, at the last checkpoint)}) of one run."""
-    r = A.analyse_run(run, log=lambda *_: None, llc=False)  # an analysis with the LLC serves too
+    kept = os.path.join(run, "analysis.npz")
+    if os.path.exists(kept) and not glob.glob(os.path.join(run, "ckpt", "step_*.pt")):
+        r = dict(np.load(kept))  # a packed copy: its analysis, no checkpoints
+    else:  # an analysis with the LLC serves too
+        r = A.analyse_run(run, log=lambda *_: None, llc=False)
     m = load_metrics(os.path.join(run, "metrics.npz"), KEYS)
     grok = first_below(m["step"], m["test_loss"])
     values = {k: (None if grok is None else S.at(r, k, grok), float(r[k][-1])) for k in MEASURED}

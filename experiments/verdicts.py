@@ -230,6 +230,25 @@ def trend(group, x, per_seed, paper_sign=-1):
     return test
 
 
+def any_differs(group, by, base, per_seed):
+    """A claim of our own with no direction: some subgroup (by(cfg)) differs from the base's
+    in a per-seed statistic per_seed(m, r). Each subgroup against the base, two-sided
+    Mann-Whitney; p the smallest times their number (Bonferroni); no opposite side."""
+    def test(load):
+        vals = {}
+        for c, m, r in group.get(load):
+            vals.setdefault(by(c), []).append(per_seed(m, r))
+        if base not in vals:
+            raise Missing(f"no runs of {base}")
+        others = sorted(k for k in vals if k != base)
+        ps = [stats.mann_whitney(vals[k], vals[base])[1] for k in others]
+        first = int(np.argmin(ps))
+        return dict(kind="order", p=min(1.0, len(ps) * ps[first]), p_opposite=1.0, share=None,
+                    test="difference", seeds=[len(vals[base])] + [len(vals[k]) for k in others],
+                    weakest=f"{others[first]} against {base}")
+    return test
+
+
 def not_addressed(reason):
     return lambda load: dict(kind="none", reason=reason)
 
@@ -251,7 +270,8 @@ def verdict(res, like):
                                    f"{MIN_SEEDS} would decide"
         return "not reproduced", "outside our interval, like for like"
     where = f" ({res['weakest']})" if res.get("weakest") and len(res["seeds"]) > 2 else ""
-    what = {"sign": "sign", "trend": "trend"}.get(res["test"], "ordering")
+    what = {"sign": "sign", "trend": "trend", "difference": "difference"}.get(res["test"],
+                                                                             "ordering")
     if res["p"] < ALPHA:
         return "reproduced", f"the paper's {what} at p {res['p']:.3g}"
     if res["p_opposite"] < ALPHA:
