@@ -251,7 +251,8 @@ def test_no_llc_skips_only_the_llc_and_a_full_analysis_serves_it(tmp_path, capsy
     A.main(["--no-llc", str(run)])
     skipped = dict(np.load(run / "analysis.npz"))
     assert skipped["llc_skipped"] and np.isnan(skipped["llc"]).all()
-    assert skipped["llc_chains"].shape == (3, M.LLC_CHAINS) and np.isnan(skipped["llc_chains"]).all()
+    assert skipped["llc_chains"].shape == (3, M.LLC_CHAINS)
+    assert np.isnan(skipped["llc_chains"]).all()
     logged = []
     full = A.analyse_run(str(run), log=logged.append)  # asked with the LLC: computed again
     assert len(logged) == 1 and not full["llc_skipped"] and np.isfinite(full["llc"]).all()
