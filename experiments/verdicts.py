@@ -242,10 +242,10 @@ def any_differs(group, by, base, per_seed):
             raise Missing(f"no runs of {base}")
         others = sorted(k for k in vals if k != base)
         ps = [stats.mann_whitney(vals[k], vals[base])[1] for k in others]
-        first = int(np.argmin(ps))
-        return dict(kind="order", p=min(1.0, len(ps) * ps[first]), p_opposite=1.0, share=None,
+        least = int(np.argmin(ps))
+        return dict(kind="order", p=min(1.0, len(ps) * ps[least]), p_opposite=1.0, share=None,
                     test="difference", seeds=[len(vals[base])] + [len(vals[k]) for k in others],
-                    weakest=f"{others[first]} against {base}")
+                    weakest=f"{others[least]} against {base}")
     return test
 
 
