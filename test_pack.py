@@ -143,6 +143,14 @@ def test_pack_command_line_both_ways_and_bad_input_in_one_line(tmp_path, capsys)
     pack.main([str(tmp_path / "p.npz"), str(tmp_path / "back")])
     assert "p.npz: 6 runs, " in capsys.readouterr().out
     assert pack.run_folders(str(tmp_path / "back")) == pack.run_folders(str(tmp_path / "runs"))
+    # --drop leaves those arrays out of every run, and only those
+    pack.main([str(tmp_path / "runs"), str(tmp_path / "d.npz"), "--drop", "final_attn_a", "x"])
+    full, dropped = pack.read(str(tmp_path / "p.npz")), pack.read(str(tmp_path / "d.npz"))
+    for run, files in full.items():
+        if "analysis.npz" in files:
+            assert "final_attn_a" in files["analysis.npz"]
+            assert set(dropped[run]["analysis.npz"]) == set(files["analysis.npz"]) - {"final_attn_a"}
+        assert set(dropped[run]["metrics.npz"]) == set(files["metrics.npz"])
     (tmp_path / "bad.npz").write_bytes(b"not a zip")
     with pytest.raises(Stop, match="bad.npz: not a pack of runs"):
         pack.unpack(str(tmp_path / "bad.npz"), str(tmp_path / "out"))

@@ -5,6 +5,8 @@ folder per run; a table reads a pack through a temporary folder of unpacked runs
 
     python experiments/pack.py runs/seed_coupling reproduction/seed_coupling/runs.npz
     python experiments/pack.py reproduction/singh_grids/runs.npz runs/singh_grids   # unpack
+    python experiments/pack.py runs/clock_pizza reproduction/clock_pizza/runs.npz \
+        --drop final_attn_a final_neurons   # without arrays no table reads (FLOAT16's)
 
 (to add runs to a pack: unpack it into the folder of the new runs, then pack that folder)
 
@@ -67,9 +69,9 @@ def stored(key, a):
     return a.astype(np.float16 if key in FLOAT16 and fits16 else np.float32)
 
 
-def pack(src, dest):
-    """Every run folder right below src in one compressed file at dest (written atomically);
-    returns the runs' names."""
+def pack(src, dest, drop=()):
+    """Every run folder right below src in one compressed file at dest (written atomically),
+    but the arrays named in drop; returns the runs' names."""
     runs = run_folders(src)
     if not runs:
         raise Stop(f"no run folders (with metrics.npz) in {src}")
@@ -84,7 +86,7 @@ def pack(src, dest):
                 index[run][name] = "text"
             elif name.endswith(".npz"):
                 with np.load(path, allow_pickle=False) as z:
-                    arrays = {k: z[k] for k in z.files}
+                    arrays = {k: z[k] for k in z.files if k not in drop}
                 index[run][name] = {k: [str(a.dtype), list(a.shape)] for k, a in arrays.items()}
                 for k, a in arrays.items():
                     columns.setdefault(f"{name}/{k}", []).append(stored(k, a).ravel())
@@ -179,6 +181,8 @@ def opened(root):
 
 
 def main(argv):
+    drop = argv[argv.index("--drop") + 1:] if "--drop" in argv else []
+    argv = argv[:argv.index("--drop")] if "--drop" in argv else argv
     if len(argv) != 2 or argv[0].startswith("-"):
         print(__doc__.strip())
         sys.exit(argv not in (["-h"], ["--help"]))
@@ -189,7 +193,7 @@ def main(argv):
                 raise Stop(f"no pack {src}")
             print(f"{dest}: {len(unpack(src, dest))} runs from {src}")
         elif dest.endswith(".npz"):
-            runs = pack(src, dest)
+            runs = pack(src, dest, drop)
             print(f"{dest}: {len(runs)} runs, {os.path.getsize(dest) / 1e6:.2f} MB")
         else:
             raise Stop(f"{dest}: a pack's name ends in .npz")
