@@ -234,6 +234,18 @@ def analyse_run(run_dir, log=print, llc=True):
     return res
 
 
+def analysis_of(run_dir, llc=True):
+    """A run's analysis.npz dict: a copy without checkpoints (reproduction/) brings its own;
+    a run is analysed (analyse_run, quietly: cached when nothing changed)."""
+    kept = os.path.join(run_dir, "analysis.npz")
+    if os.path.exists(kept) and not glob.glob(os.path.join(run_dir, "ckpt", "step_*.pt")):
+        res = dict(np.load(kept))
+        if "keys_embed" not in res:  # an older copy's names: keys W_E's, keys_logit W_L's
+            res["keys_embed"], res["keys"] = res.pop("keys", None), res.pop("keys_logit", None)
+        return res
+    return analyse_run(run_dir, log=lambda *_: None, llc=llc)
+
+
 # ---------------------------------------------------------------- across runs
 
 def phases(m, flat=0.01):

@@ -28,17 +28,18 @@ def as_values(v):
 
 def ranks(v):
     """Each value's rank in v, 0 the smallest; tied values share their ranks' mean (Spearman's
-    convention: a loss that saturates at one value ranks the same at every step it holds it)."""
-    v = np.asarray(v)
-    first = np.empty(len(v))
-    first[np.argsort(v, kind="stable")] = np.arange(len(v))
-    _, tie = np.unique(v, return_inverse=True)
-    return (np.bincount(tie, first) / np.bincount(tie))[tie]
+    and Mann-Whitney's convention: a loss that saturates ranks the same wherever it holds)."""
+    _, inv, counts = np.unique(np.asarray(v), return_inverse=True, return_counts=True)
+    return (np.cumsum(counts) - (counts + 1) / 2)[inv]
 
 
 def rank_corr(x, y):
-    """Spearman's rank correlation: Pearson's on the ranks (ties at their mean rank)."""
-    return float(np.corrcoef(ranks(x), ranks(y))[0, 1])
+    """Spearman's rank correlation: Pearson's on the ranks (ties at their mean rank); NaN when
+    one side is constant."""
+    rx, ry = ranks(x), ranks(y)
+    if rx.min() == rx.max() or ry.min() == ry.max():
+        return np.nan
+    return float(np.corrcoef(rx, ry)[0, 1])
 
 
 def mann_whitney(x, y, alternative="two-sided"):
@@ -47,8 +48,8 @@ def mann_whitney(x, y, alternative="two-sided"):
     up to 200k of them, else normal with ties corrected. None ranks after every step."""
     v = as_values(list(x) + list(y))
     n1, n = len(x), len(v)
-    _, inv, counts = np.unique(v, return_inverse=True, return_counts=True)
-    pooled = (np.cumsum(counts) - (counts - 1) / 2)[inv]  # ranks from 1; ties share their mean
+    pooled = ranks(v) + 1  # ranks from 1
+    _, counts = np.unique(v, return_counts=True)
 
     def u(r):  # U of a first sample whose pooled ranks are r
         return r.sum() - n1 * (n1 + 1) / 2
@@ -73,6 +74,8 @@ def rank_corr_test(x, y):
     """One-sided p that Spearman's correlation is this low or lower if y's order were random:
     exact over every permutation of y up to 8 points, else normal (sd 1 / sqrt(n - 1))."""
     r, n = rank_corr(x, y), len(x)
+    if np.isnan(r):  # one side constant: no order to test
+        return r, 1.0
     if n <= 8:
         rs = np.array([rank_corr(x, p) for p in itertools.permutations(y)])
         return r, float(np.mean(rs <= r + 1e-9))

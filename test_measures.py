@@ -506,6 +506,8 @@ def test_clock_pizza_table_per_placement_from_the_runs_analysis(tmp_path):
     for k, title in (("distance_irrelevance", "distance irrelevance, last"),
                      ("gradient_symmetricity", "gradient symmetricity, last")):
         assert pre[title] == S.fmt([float(r[k][-1]) for r in last], 3)
+    assert pre["attention entropy, last (uniform: 1.099)"] == S.fmt(
+        [float(r["attn_entropy"][-1]) for r in last], 3)
     assert pre["distance irrelevance at generalization"] == "not reached"  # 20 steps
     pizza = sum(clock_pizza.pizza_like(r["distance_irrelevance"][-1],
                                        r["gradient_symmetricity"][-1]) for r in last)

@@ -151,6 +151,10 @@ def test_pack_command_line_both_ways_and_bad_input_in_one_line(tmp_path, capsys)
             assert "final_attn_a" in files["analysis.npz"]
             assert set(dropped[run]["analysis.npz"]) == set(files["analysis.npz"]) - {"final_attn_a"}
         assert set(dropped[run]["metrics.npz"]) == set(files["metrics.npz"])
+    for bad in ([str(tmp_path / "runs"), str(tmp_path / "e.npz"), "--drop"],  # names none
+                [str(tmp_path / "p.npz"), str(tmp_path / "out"), "--drop", "x"]):  # unpacking
+        with pytest.raises(SystemExit, match="^error: --drop comes after SRC DEST.npz"):
+            pack.main(bad)
     (tmp_path / "bad.npz").write_bytes(b"not a zip")
     with pytest.raises(Stop, match="bad.npz: not a pack of runs"):
         pack.unpack(str(tmp_path / "bad.npz"), str(tmp_path / "out"))

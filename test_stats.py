@@ -39,6 +39,8 @@ def test_rank_corr_test_counts_the_permutations():
     want = np.mean([sum((a - b) ** 2 for a, b in zip(x, p)) >= 18
                     for p in itertools.permutations(x)])
     assert S.rank_corr_test(x, [3, 4, 2, 1])[1] == pytest.approx(want)
+    r, p = S.rank_corr_test(x, [5, 5, 5, 5])  # no order on one side: no evidence
+    assert np.isnan(r) and p == 1.0
     r, p = S.rank_corr_test(list(range(30)), list(range(30))[::-1])  # normal approximation
     assert r == pytest.approx(-1.0) and p < 1e-6
 

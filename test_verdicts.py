@@ -145,10 +145,14 @@ def test_any_differs_is_bonferroni_over_the_subgroups_against_the_base():
     assert res["p"] == pytest.approx(2 * 2 / 252) and res["weakest"] == "pre against off"
     assert res["seeds"] == [5, 5, 5]
     v, why = V.verdict(res, True)
-    assert v == "reproduced" and why.startswith("the paper's difference at p 0.0159")
+    assert (v, why) == ("reproduced", "a difference at p 0.0159 (pre against off)")
+    assert V.ours(res) == "p 0.0159"  # no paper direction, so no opposite
     runs[:] = [x for x in runs if x[0].ln != "pre"]  # mlp-pre interleaves with off
     assert V.verdict(differs(), True) == ("inconclusive", "neither way at p < 0.05")
-    runs[:] = [x for x in runs if x[0].ln != "off"]
+    runs[:] = [x for x in runs if x[0].ln == "off"]
+    with pytest.raises(V.Missing, match="no runs but off's"):
+        differs()
+    runs.clear()
     with pytest.raises(V.Missing, match="no runs of off"):
         differs()
 

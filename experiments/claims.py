@@ -47,13 +47,7 @@ def load(root, analysed=False, keep=lambda cfg: True):
         cfg = A.run_config(run)
         if not keep(cfg):
             continue
-        kept, res = os.path.join(run, "analysis.npz"), {}
-        if analysed and os.path.exists(kept) and not glob.glob(f"{run}/ckpt/step_*.pt"):
-            res = dict(np.load(kept))
-            if "keys_embed" not in res:  # an older copy's names: keys W_E's, keys_logit W_L's
-                res["keys_embed"], res["keys"] = res.pop("keys", None), res.pop("keys_logit", None)
-        elif analysed:
-            res = A.analyse_run(run, log=lambda *_: None)
+        res = A.analysis_of(run) if analysed else {}
         done[run] = (cfg, load_metrics(os.path.join(run, "metrics.npz")), res)
     return done
 

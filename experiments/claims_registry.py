@@ -676,9 +676,10 @@ def clock_pizza_claims():
                             "Clock and Pizza", value="-", source="issue 73",
         runs="clock_pizza: the seven placements, their split and seeds, 10k steps or test loss "
              "0.01 + 1000, analysed", statistic="gradient symmetricity at the last checkpoint, "
-        "each placement against No LN (two-sided Mann-Whitney); p the smallest x 6 "
-        "(Bonferroni)", like=True, differs="a question of our own, its rule fixed before the "
-        "runs (experiments/clock_pizza.py's test column)", section="clock_pizza",
+        "each other placement against No LN (two-sided Mann-Whitney: clock_pizza.py's test "
+        "column, written before the runs); p the smallest times their number (Bonferroni)",
+        like=True, differs="a question of our own: no paper's number or direction",
+        section="clock_pizza",
         test=any_differs(CLOCK_PIZZA, lambda c: c.ln, "off",
                      lambda m, r: float(r["gradient_symmetricity"][-1]))))
     return rows

@@ -10,11 +10,14 @@ beside them Zhong et al.'s two saved models as anchors.
 model_a_values() measures Zhong et al.'s saved model A (reproduction/sources/pizza_model_a.npz)
 with this project's measures, to set beside the numbers their notebook prints.
 
+Beside them the entropy of the head-averaged attention weights at the last checkpoint (Singh et
+al.'s, over the three query positions): ln 3 = 1.099 when every position attends to a, b and '='
+alike, as in Zhong et al.'s attention rate 0, which gave Pizzas.
+
 A seed counts as Pizza-like when its (distance irrelevance, gradient symmetricity) lies nearer
 to their model A (a Pizza) than to their model B (a Clock). The Mann-Whitney test compares a
 placement's gradient symmetricity at the last checkpoint with No LN's.
 """
-import glob
 import os
 import random
 import sys
@@ -31,6 +34,7 @@ from singh_numbers import SINGH_LN  # noqa: E402
 from stats import mann_whitney  # noqa: E402
 
 MEASURED = ("distance_irrelevance", "gradient_symmetricity")
+ATTENTION = "attn_entropy"  # measures.py: of the head-averaged weights, in nats
 # Zhong et al.'s saved models (fjzzq2002/pizza, code/save/), (distance irrelevance, gradient
 # symmetricity): model A (attention rate 0) as their notebook prints it, and as this project's
 # measures give it (test_measures); model B (rate 1) measured by this project's measures on
@@ -107,14 +111,11 @@ def model_a_table():
 
 def seed_values(run):
     """(config, {measure: (at generalization or None, at the last checkpoint)}) of one run."""
-    kept = os.path.join(run, "analysis.npz")
-    if os.path.exists(kept) and not glob.glob(os.path.join(run, "ckpt", "step_*.pt")):
-        r = dict(np.load(kept))  # a packed copy: its analysis, no checkpoints
-    else:  # an analysis with the LLC serves too
-        r = A.analyse_run(run, log=lambda *_: None, llc=False)
+    r = A.analysis_of(run, llc=False)  # an analysis with the LLC serves too
     m = load_metrics(os.path.join(run, "metrics.npz"), KEYS)
     grok = first_below(m["step"], m["test_loss"])
-    values = {k: (None if grok is None else S.at(r, k, grok), float(r[k][-1])) for k in MEASURED}
+    values = {k: (None if grok is None else S.at(r, k, grok), float(r[k][-1]))
+              for k in MEASURED + (ATTENTION,)}
     return A.run_config(run), values
 
 
@@ -138,16 +139,18 @@ def table(root):
     for ln in sorted(by_ln, key=lambda ln: list(SINGH_LN).index(ln) if ln in SINGH_LN else 99):
         seeds = sorted(by_ln[ln], key=lambda sv: sv[0])
         cells = [S.fmt([v[k][i] for _, v in seeds], 3) for i in (0, 1) for k in MEASURED]
+        cells.append(S.fmt([v[ATTENTION][1] for _, v in seeds], 3))
         pizza = sum(pizza_like(*(v[k][1] for k in MEASURED)) for _, v in seeds)
         test = "-" if ln == "off" or "off" not in by_ln else \
             "U {:g} / p {:.3f}".format(*mann_whitney(gs_last(ln), gs_last("off")))
         rows.append([f"{ln} ({SINGH_LN.get(ln, ('not in the paper',))[0]})",
                      " ".join(str(s) for s, _ in seeds)] + cells + [f"{pizza}/{len(seeds)}", test])
     for name, (di, gs) in ZHONG.items():
-        rows.append([name, "-", "-", "-", f"{di:.3f}", f"{gs:.3f}", "-", "-"])
+        rows.append([name, "-", "-", "-", f"{di:.3f}", f"{gs:.3f}", "-", "-", "-"])
     header = ["placement", "seeds", "distance irrelevance at generalization",
               "gradient symmetricity at generalization", "distance irrelevance, last",
-              "gradient symmetricity, last", "Pizza-like seeds (last)",
+              "gradient symmetricity, last", "attention entropy, last (uniform: 1.099)",
+              "Pizza-like seeds (last)",
               "gradient symmetricity vs No LN: Mann-Whitney U / p"]
     return header, rows
 

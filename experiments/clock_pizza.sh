@@ -8,7 +8,7 @@
 # on a 2-vCPU CPU (BENCHMARKS.md): 3.4-6.6 CPU-hours of training.
 source "$(dirname "$0")/jobs.sh"
 OUT=runs/clock_pizza
-ANALYZE="python analyze.py --no-llc $OUT"
+ANALYZE_ARGS=--no-llc
 SEEDS="456 789 111 222 333"
 PLACEMENTS="off attn-pre pre mlp-pre attn-pre-qk attn-pre-v pre-v"
 R="--split-rng singh --stop-after-grok 1000 --out $OUT"

@@ -11,16 +11,17 @@
 #                                              a script may define its own `batched` (fewer commands)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+ANALYZE_ARGS=""  # a script's own, set after it sources this file; never the caller's environment
 run_jobs() {
   mapfile -t cmds < <(jobs)
-  # the analysis after the jobs; a script may set its own (clock_pizza.sh: without the LLC)
-  ANALYZE=${ANALYZE:-"python analyze.py $OUT"}
+  # the analysis after the jobs; a script may set ANALYZE_ARGS (clock_pizza.sh: --no-llc)
+  local analyze="python analyze.py ${ANALYZE_ARGS:+$ANALYZE_ARGS }$OUT"
   case "${1:-all}" in
-    --list) printf '%s\n' "${cmds[@]}"; echo "$ANALYZE" ;;
+    --list) printf '%s\n' "${cmds[@]}"; echo "$analyze" ;;
     --batched) if declare -F batched >/dev/null; then batched; else printf '%s\n' "${cmds[@]}" | awk '{ c = $0; sub(/ --seed [0-9]+/, "", c); match($0, / --seed [0-9]+/)
         if (!(c in seeds)) order[++n] = c; seeds[c] = seeds[c] " " substr($0, RSTART + 8, RLENGTH - 8) }
         END { for (i = 1; i <= n; i++) { c = order[i]; sub(/ --out /, " --seed" seeds[c] " --out ", c); print c } }'; fi
-        echo "$ANALYZE" ;;
+        echo "$analyze" ;;
     # a run that fails (its one-line error printed: a NaN loss, a finished run) does not stop the
     # rest; an interrupted one (Ctrl-C: 130, SIGTERM: 143, saved for --resume) stops the sweep
     all) for c in "${cmds[@]}"; do
@@ -32,11 +33,11 @@ run_jobs() {
             *) echo "== failed: $c" ;;
           esac
         done
-        $ANALYZE ;;
+        eval "$analyze" ;;
     # xargs stops starting jobs when one exits 255
     -j) printf '%s\n' "${cmds[@]}" | OMP_NUM_THREADS=1 xargs -P "$2" -I{} sh -c \
           '{}; rc=$?; case $rc in 0) ;; 130|143) exit 255 ;; *) echo "== failed: {}" ;; esac'
-        $ANALYZE ;;
+        eval "$analyze" ;;
     *) # job N, 1-based: digits only (never arithmetic on the argument), within the list
       if [[ ! $1 =~ ^[1-9][0-9]{0,8}$ ]] || (( $1 > ${#cmds[@]} )); then
         echo "error: job $1: give a number from 1 to ${#cmds[@]}, --list, --batched or -j N" >&2

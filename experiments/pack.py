@@ -181,19 +181,24 @@ def opened(root):
 
 
 def main(argv):
-    drop = argv[argv.index("--drop") + 1:] if "--drop" in argv else []
-    argv = argv[:argv.index("--drop")] if "--drop" in argv else argv
+    drop = None  # --drop KEY ...: the arrays to leave out of a pack being made
+    if "--drop" in argv:
+        at = argv.index("--drop")
+        argv, drop = argv[:at], argv[at + 1:]
     if len(argv) != 2 or argv[0].startswith("-"):
         print(__doc__.strip())
         sys.exit(argv not in (["-h"], ["--help"]))
     src, dest = argv
+    if drop is not None and (not drop or src.endswith(".npz")):
+        sys.exit("error: --drop comes after SRC DEST.npz of a pack being made and names the "
+                 "arrays to leave out")
     try:
         if src.endswith(".npz"):
             if not os.path.isfile(src):
                 raise Stop(f"no pack {src}")
             print(f"{dest}: {len(unpack(src, dest))} runs from {src}")
         elif dest.endswith(".npz"):
-            runs = pack(src, dest, drop)
+            runs = pack(src, dest, drop or ())
             print(f"{dest}: {len(runs)} runs, {os.path.getsize(dest) / 1e6:.2f} MB")
         else:
             raise Stop(f"{dest}: a pack's name ends in .npz")

@@ -58,6 +58,9 @@ a chain holds when each link does, p the largest of the links'; a sign: the sign
 **reproduced** when the paper's ordering holds at p < {ALPHA}; **not reproduced** when the
 opposite holds at p < {ALPHA}, like for like; else **inconclusive**, with the seeds that would
 decide an effect of the size observed (a side, for a rank test).
+A question of our own with no direction (do subgroups differ from a base?): two-sided rank tests
+against the base, p the smallest times their number (Bonferroni); **reproduced** (a difference)
+at p < {ALPHA}, else **inconclusive**.
 **not addressed**: no committed runs test the claim; the reason is given."""
 
 
@@ -241,9 +244,11 @@ def any_differs(group, by, base, per_seed):
         if base not in vals:
             raise Missing(f"no runs of {base}")
         others = sorted(k for k in vals if k != base)
+        if not others:
+            raise Missing(f"no runs but {base}'s")
         ps = [stats.mann_whitney(vals[k], vals[base])[1] for k in others]
         least = int(np.argmin(ps))
-        return dict(kind="order", p=min(1.0, len(ps) * ps[least]), p_opposite=1.0, share=None,
+        return dict(kind="order", p=min(1.0, len(ps) * ps[least]), p_opposite=None, share=None,
                     test="difference", seeds=[len(vals[base])] + [len(vals[k]) for k in others],
                     weakest=f"{others[least]} against {base}")
     return test
@@ -270,11 +275,12 @@ def verdict(res, like):
                                    f"{MIN_SEEDS} would decide"
         return "not reproduced", "outside our interval, like for like"
     where = f" ({res['weakest']})" if res.get("weakest") and len(res["seeds"]) > 2 else ""
-    what = {"sign": "sign", "trend": "trend", "difference": "difference"}.get(res["test"],
-                                                                             "ordering")
+    what = {"sign": "sign", "trend": "trend"}.get(res["test"], "ordering")
     if res["p"] < ALPHA:
+        if res["test"] == "difference":  # a question of our own: no paper, no direction
+            return "reproduced", f"a difference at p {res['p']:.3g}{where}"
         return "reproduced", f"the paper's {what} at p {res['p']:.3g}"
-    if res["p_opposite"] < ALPHA:
+    if res["p_opposite"] is not None and res["p_opposite"] < ALPHA:
         against = f" ({res['against']})" if res.get("against") and len(res["seeds"]) > 2 else ""
         if like:
             return "not reproduced", f"the opposite {what} at p {res['p_opposite']:.3g}{against}"
@@ -304,6 +310,8 @@ def ours(res):
                 + ("" if res["size"] == res["seeds"][0] else " (one seed's spread)"
                    if res["size"] == 1 else f" ({res['size']}-seed draws)"))
     rho = f"rho {res['rho']:.2f}, " if "rho" in res else ""
+    if res["p_opposite"] is None:
+        return f"{rho}p {res['p']:.3g}"
     return f"{rho}p {res['p']:.3g} (opposite {res['p_opposite']:.3g})"
 
 
