@@ -12,6 +12,8 @@ import shutil
 import subprocess
 import sys
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -211,6 +213,15 @@ def test_checkpoints_of_another_model_shape_stop_in_one_line_naming_the_run(tmp_
     msg = str(e.value)
     assert msg.startswith(f"{run}: the checkpoint of step 20 does not fit this model.py")
     assert "blocks.0.fc1.weight" in msg and "\n" not in msg
+
+
+def test_checkpoints_before_a_resume_are_of_the_same_run():
+    first = Config(steps=1000)  # what a run's first checkpoints hold
+    resumed = replace(first, schedule_steps=1000)  # --resume pins the schedule's length
+    extended = replace(first, steps=3000, schedule_steps=1000)  # --resume --steps 3000
+    assert A.same_run(first, resumed) and A.same_run(first, extended)
+    assert not A.same_run(first, replace(first, schedule_steps=3000))  # another schedule
+    assert not A.same_run(first, replace(first, lr=3e-3))
 
 
 def test_analyze_bad_argument_is_one_line(tmp_path):
