@@ -228,6 +228,20 @@ def test_collapse_reads_the_first_evaluation_more_than_half_collapsed(tmp_path, 
         in out and "| frac 0.7, float64 | 0 | never | 300 (0.450) | 0.500 at 200 |" in out
 
 
+def test_gu_quadratic_counts_the_test_pairs_answered_from_the_runs_split(tmp_path, capsys):
+    for frac, acc in ((0.3, [0.0, 0.25, 0.3]), (0.5, [0.0, 0.6, 0.5])):
+        (run := tmp_path / f"f{frac}").mkdir()  # p 7: 49 pairs, 14 / 24 trained, 35 / 25 tested
+        (run / "config.json").write_text(json.dumps(
+            Config(p=7, op="a2+ab+b2", frac=frac, seed=1).to_dict()))
+        np.savez(run / "metrics.npz", step=np.arange(3) * 100, test_acc=np.array(acc))
+        np.savez(run / "analysis.npz", step=np.array([0, 200]), swap_share=np.array(0.31),
+                 swap_acc=np.array(0.98), noswap_acc=np.array(0.01))
+    claims.gu_quadratic(str(tmp_path))
+    out = capsys.readouterr().out
+    assert "| 0.3 | 1 | 35 | 0.300 | 0.300 | 10 | 0.310 | 0.980 / 0.010 |" in out
+    assert "| 0.5 | 1 | 25 | 0.600 | 0.500 | 12 | 0.310 | 0.980 / 0.010 |" in out  # 12.5 -> 12
+
+
 def test_cleanup_prints_the_mainline_fits_and_measures_every_1600_steps_to_16k(tmp_path, capsys):
     steps = np.arange(0, 40001, 400)
     for name, kw in (("main", {}), ("drop", dict(wd=0.0, dropout=0.1)),

@@ -21,6 +21,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import analyze as A  # noqa: E402
 import clock_pizza  # noqa: E402
+import data  # noqa: E402
 import forecast  # noqa: E402
 import metrics_table  # noqa: E402
 import minibatch_table  # noqa: E402
@@ -396,9 +397,11 @@ def nanda_released(root):
     steps = lambda runs: " / ".join(f"s{c.seed}: {grok_step(m) or S.unfinished(c, m)}"
                                     for c, m, _ in runs)
     wd1 = verdicts.Runs("nanda_cleanup").get(load)
-    rows = [["frac 0.25 / 0.28", f"{theirs['frac 0.25']} / {theirs['frac 0.28']}",
-             "not run (its verdict row: the cost)"],
-            ["frac 0.3", str(theirs["frac 0.3"]), steps(wd1) + " (nanda_cleanup)"],
+    fractions = verdicts.Runs("nanda_fractions").get(load)
+    rows = [[f"frac {f:g}", str(theirs[f"frac {f:g}"]),
+             steps([run for run in fractions if run[0].frac == f]) + " (nanda_fractions)"]
+            for f in (0.25, 0.28)]
+    rows += [["frac 0.3", str(theirs["frac 0.3"]), steps(wd1) + " (nanda_cleanup)"],
             ["frac 0.95", str(theirs["frac 0.95"]),
              steps(verdicts.Runs("nanda_frac95").get(load)) + " (nanda_frac95)"],
             ["frac 0.3, wd 0.1", str(theirs["wd 0.1"]),
@@ -420,6 +423,22 @@ def nanda_released(root):
     print(S.markdown(["run", "wd", "split", "key frequencies (W_L, last checkpoint)",
                       "excluded loss at 0 / lowest / last", "largest rise above its lowest so "
                       "far", "test loss <= 0.01 at"], rows))
+
+
+def gu_quadratic(root):
+    """Gu et al.'s Fig. 4 (a^2+ab+b^2 at growing fractions), run by run: the best and final test
+    accuracy, the test pairs answered at the end, and the share of the test pairs whose swap
+    (b, a) is a training pair with the accuracy on them and on the rest (analyze.py's FINAL)."""
+    rows = []
+    for run, (c, m, r) in load(root, analysed=True).items():
+        n_test = int((~data.train_mask(c, data.all_pairs(c)[2])).sum())
+        rows.append([f"{c.frac:g}", str(c.seed), str(n_test), f"{m['test_acc'].max():.3f}",
+                     f"{m['test_acc'][-1]:.3f}", str(round(float(m["test_acc"][-1]) * n_test)),
+                     f"{float(r['swap_share']):.3f}",
+                     f"{float(r['swap_acc']):.3f} / {float(r['noswap_acc']):.3f}"])
+    print(S.markdown(["frac", "seed", "test pairs", "best test acc", "final test acc",
+                      "test pairs answered at the end", "share of test pairs whose swap is "
+                      "trained", "final acc on them / on the rest"], rows))
 
 
 def ntk(root):
@@ -627,7 +646,7 @@ SECTIONS = {  # name: (REPRODUCTION.md's heading, folder (None: it reads the cop
     "nanda_wd": ("Weight decay 0.1 on their split (Nanda et al.'s released wd 0.1 run)",
                  "runs/nanda_wd", "python train.py --preset nanda --split-rng nanda --wd 0.1 "
                  "--seed 1 --steps 110000 --out runs/nanda_wd", metrics_table.main),
-    "fractions": ("Training fractions 0.4-0.9 (Nanda et al.'s released sweep)",
+    "fractions": ("Training fractions 0.25-0.9 (Nanda et al.'s released sweep)",
                   "runs/nanda_fractions", "bash experiments/nanda_fractions.sh --list | bash",
                   metrics_table.main),
     "cleanup": ("The mainline through cleanup (Nanda et al.)", "runs/nanda_regularizers",
@@ -640,6 +659,9 @@ SECTIONS = {  # name: (REPRODUCTION.md's heading, folder (None: it reads the cop
            "bash experiments/gu.sh --list | bash", gu_runs),
     "gu_setting": ("Gu et al. in their code's setting", "runs/gu_setting",
                    "bash experiments/gu_setting.sh --batched | bash", gu_runs),
+    "gu_quadratic": ("a^2+ab+b^2 at three training fractions (Gu et al.'s Fig. 4)",
+                     "runs/gu_quadratic", "bash experiments/gu_quadratic.sh --batched | bash",
+                     gu_quadratic),
     "gu_preview": ("Gu et al.'s strip, a first look", "runs/gu_preview",
                    "python train.py --preset gu --seed 0 --split strip --hole 40 [--b-offset 60] "
                    "--steps 10000 --out runs/gu_preview", gu_runs),
@@ -719,7 +741,8 @@ COPIES = {  # section: its runs' copy in the repository, read where its runs/ fo
         ("interventions_noln_ma", "interventions_noln"),
         ("interventions_nanda", "interventions_nanda"), ("grokfast", "grokfast_setting_zen5"),
         ("grokfast_wd0", "grokfast_setting"), ("collapse_gpu", "prieto_fig2_gpu"),
-        ("llc", "llc_example"), ("clock_pizza", "clock_pizza"))}
+        ("llc", "llc_example"), ("clock_pizza", "clock_pizza"),
+        ("gu_quadratic", "gu_quadratic"))}
 
 
 
