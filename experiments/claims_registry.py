@@ -775,7 +775,7 @@ def forecast_claims():
         test=signs(Forecasts(), lambda m, closer: closer))]
 
 
-# ---------------------------------------------------------------- claims first left out
+# ---------------------------------------------------------------- the papers' released files
 
 # Nanda et al.'s released runs (saved_runs/ of progress-measures-paper), each one run: the first
 # epoch with test loss <= 0.01 (`python experiments/nanda_released.py` re-derives each). Their
