@@ -655,8 +655,6 @@ SECTIONS = {  # name: (REPRODUCTION.md's heading, folder (None: it reads the cop
     "phases": ("The mainline's phases, Gini and weight norm at their ends (Nanda et al.)",
                "runs/nanda_regularizers", "python train.py --preset nanda --split-rng nanda "
                "--seed 0 1 2 --out runs/nanda_regularizers", phases),
-    "gu": ("Dug-out training sets, a^2+ab+b^2 and depth (Gu et al.)", "runs/gu",
-           "bash experiments/gu.sh --list | bash", gu_runs),
     "gu_setting": ("Gu et al. in their code's setting", "runs/gu_setting",
                    "bash experiments/gu_setting.sh --batched | bash", gu_runs),
     "gu_quadratic": ("a^2+ab+b^2 at three training fractions (Gu et al.'s Fig. 4)",

@@ -1,8 +1,8 @@
 """
-Gu et al.'s tables of REPRODUCTION.md from the run folders of experiments/gu.sh and
-experiments/gu_setting.sh: the dug-out runs seed by seed (is the hole learned?), the
-token-uniformity claim (weight decay makes ||phi(i)|| and ||phi(i+1) - phi(i)|| uniform), depth
-and the primes at frac 0.5 (does test accuracy fluctuate, does MED follow test loss?) and the DNN.
+Gu et al.'s tables of REPRODUCTION.md from the run folders of experiments/gu_setting.sh: the
+dug-out runs seed by seed (is the hole learned?), the token-uniformity claim (weight decay makes
+||phi(i)|| and ||phi(i+1) - phi(i)|| uniform), depth and the primes at frac 0.5 (does test
+accuracy fluctuate, does MED follow test loss?) and the DNN.
 
     python experiments/gu_table.py reproduction/gu_setting   # the four, from the copied runs
     python experiments/claims.py gu_setting      # the four, and analyze.py's summary, of runs/
