@@ -499,10 +499,10 @@ MEASURES = {  # name in analysis.npz -> Measure(function of the checkpoint's con
     # Lau et al.'s local learning coefficient (devinterp's estimator), at LLC_POINTS checkpoints
     "llc_chains": Measure(llc_chains),
     "llc": Measure(lambda c: float(np.mean(llc_chains(c))),
-                   figure=f"local learning coefficient ({LLC_POINTS} checkpoints a run)"),
+                   figure=f"local learning coefficient (step 0, up to {LLC_POINTS} more)"),
     # Zhong et al.'s Clock (distance irrelevance ~1, gradient symmetricity low) or Pizza (both
     # the other way); distance irrelevance reads a + b, so addition only. No summary.md column:
-    # its statistics show a key that a copy's analysis.npz predates as "not reached" (analyze.at)
+    # its statistics show a key that a copy's analysis.npz predates as "not reached" (summary.at)
     "distance_irrelevance": Measure(
         lambda c: distance_irrelevance(c.logits[torch.arange(len(c.y)), c.y], c.p)
         if c.is_add else np.nan, figure="distance irrelevance"),

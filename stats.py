@@ -42,10 +42,17 @@ def rank_corr(x, y):
     return float(np.corrcoef(rx, ry)[0, 1])
 
 
+def u_statistic(x, y):
+    """Mann-Whitney's U of x against y: the pairs with x > y (ties 1/2), from the pooled ranks.
+    None ranks after every step."""
+    pooled = ranks(as_values(list(x) + list(y))) + 1  # ranks from 1
+    return float(pooled[:len(x)].sum() - len(x) * (len(x) + 1) / 2)
+
+
 def mann_whitney(x, y, alternative="two-sided"):
-    """(U of x against y, p): U counts the pairs with x > y (ties 1/2). alternative: 'two-sided',
-    'less' (x tends to be smaller than y) or 'greater'. Exact over the splits of the pooled ranks
-    up to 200k of them, else normal with ties corrected. None ranks after every step."""
+    """(U of x against y, p): U as u_statistic. alternative: 'two-sided', 'less' (x tends to be
+    smaller than y) or 'greater'. Exact over the splits of the pooled ranks up to 200k of them,
+    else normal with ties corrected. None ranks after every step."""
     v = as_values(list(x) + list(y))
     n1, n = len(x), len(v)
     pooled = ranks(v) + 1  # ranks from 1

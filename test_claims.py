@@ -229,17 +229,18 @@ def test_collapse_reads_the_first_evaluation_more_than_half_collapsed(tmp_path, 
 
 
 def test_gu_quadratic_counts_the_test_pairs_answered_from_the_runs_split(tmp_path, capsys):
-    for frac, acc in ((0.3, [0.0, 0.25, 0.3]), (0.5, [0.0, 0.6, 0.5])):
+    for frac, acc, share, swap, noswap in ((0.3, [0.0, 0.25, 0.3], 0.31, 0.98, 0.01),
+                                           (0.5, [0.0, 0.6, 0.5], 0.52, 1.0, 0.02)):
         (run := tmp_path / f"f{frac}").mkdir()  # p 7: 49 pairs, 14 / 24 trained, 35 / 25 tested
         (run / "config.json").write_text(json.dumps(
             Config(p=7, op="a2+ab+b2", frac=frac, seed=1).to_dict()))
         np.savez(run / "metrics.npz", step=np.arange(3) * 100, test_acc=np.array(acc))
-        np.savez(run / "analysis.npz", step=np.array([0, 200]), swap_share=np.array(0.31),
-                 swap_acc=np.array(0.98), noswap_acc=np.array(0.01))
+        np.savez(run / "analysis.npz", step=np.array([0, 200]), swap_share=np.array(share),
+                 swap_acc=np.array(swap), noswap_acc=np.array(noswap))
     claims.gu_quadratic(str(tmp_path))
     out = capsys.readouterr().out
     assert "| 0.3 | 1 | 35 | 0.300 | 0.300 | 10 | 0.310 | 0.980 / 0.010 |" in out
-    assert "| 0.5 | 1 | 25 | 0.600 | 0.500 | 12 | 0.310 | 0.980 / 0.010 |" in out  # 12.5 -> 12
+    assert "| 0.5 | 1 | 25 | 0.600 | 0.500 | 12 | 0.520 | 1.000 / 0.020 |" in out  # 12.5 -> 12
 
 
 def test_cleanup_prints_the_mainline_fits_and_measures_every_1600_steps_to_16k(tmp_path, capsys):
@@ -471,10 +472,12 @@ def test_the_tuned_cells_are_the_tuning_stage_choice():
 
 
 def test_tuning_grid_chooses_the_first_cell_to_generalize_once_every_cell_is_done():
+    import claims_registry as R
+
     def run(ln, lr, wd, grok, last=10000):
         step = np.arange(0, last + 1, 10)
         loss = np.where(step >= grok, 0.001, 1.0) if grok else np.ones(len(step))
-        cfg = Config(ln=ln, lr=lr, wd=wd, seed=claims.TUNING_SEED, steps=10000)
+        cfg = Config(ln=ln, lr=lr, wd=wd, seed=R.TUNING_SEED, steps=10000)
         return cfg, dict(step=step, test_loss=loss), {}
     runs = {"a": run("pre", 1e-3, 1.0, 3000), "b": run("pre", 3e-3, 1.0, None),
             "c": run("pre", 1e-3, 3.0, 2000), "d": run("pre", 3e-3, 3.0, 2000)}

@@ -157,6 +157,20 @@ def test_any_differs_is_bonferroni_over_the_subgroups_against_the_base():
         differs()
 
 
+def test_trend_tests_the_papers_direction_either_way():
+    class Group:  # made-up runs whose statistic rises with x: seeds of x 1 / 2 / 3
+        def get(self, load):
+            return [(Config(frac=f), {"v": v}, {}) for f, v in
+                    ((0.3, 1.0), (0.3, 2.0), (0.5, 3.0), (0.5, 4.0), (0.7, 5.0), (0.7, 6.0))]
+    x, v = lambda c: c.frac, lambda m, r: m["v"]
+    rising, falling = V.trend(Group(), x, v, paper_sign=1)(None), V.trend(Group(), x, v)(None)
+    assert rising["rho"] == pytest.approx(falling["rho"]) and rising["rho"] > 0.9
+    assert rising["p"] == falling["p_opposite"] < 0.05
+    assert rising["p_opposite"] == falling["p"] > 0.9
+    assert V.verdict(rising, False)[0] == "reproduced" and V.verdict(falling, True)[0] == \
+        "not reproduced"
+
+
 def test_calibration_of_identical_seeds_holds_every_time(tmp_path, monkeypatch):
     """Seeds that all cross at one step: every interval is that step, so it always holds."""
     monkeypatch.setattr(V, "REPRO", str(tmp_path))

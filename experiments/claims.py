@@ -40,15 +40,17 @@ from verdicts import grok_step  # noqa: E402
 from stats import fisher_exact, mann_whitney, sign_test  # noqa: E402
 
 
-def load(root, analysed=False, keep=lambda cfg: True):
+def load(root, analysed=False, keep=lambda cfg: True, llc=False):
     """{run: (cfg, metrics, analysis)} of the runs right below root whose config passes keep;
-    a run without checkpoints (a copy in reproduction/) brings its analysis.npz."""
+    a run without checkpoints (a copy in reproduction/) brings its analysis.npz. llc: a run of
+    runs/ is analysed with the LLC (the llc section's; the others read no LLC, and an analysis
+    without it takes a fraction of the time)."""
     done = {}
     for run in sorted(map(os.path.dirname, glob.glob(os.path.join(root, "*", "metrics.npz")))):
         cfg = A.run_config(run)
         if not keep(cfg):
             continue
-        res = A.analysis_of(run) if analysed else {}
+        res = A.analysis_of(run, llc) if analysed else {}
         done[run] = (cfg, load_metrics(os.path.join(run, "metrics.npz")), res)
     return done
 
@@ -233,7 +235,7 @@ def coupling(root):
     per_seed(root, arm)
     by, groups, paper = {}, {}, SINGH[1e-8, "singh"][1e-3, 1, 1][0]
     for run, (cfg, m, r) in load(root).items():
-        s, lab = first_below(m["step"], m["test_loss"]), arm(cfg).split(":")[0]
+        s, lab = grok_step(m), arm(cfg).split(":")[0]
         by.setdefault(cfg.seed, {})[lab] = np.inf if s is None else s
         groups.setdefault(lab, []).append((run, cfg, m, r))
     for lab, runs in sorted(groups.items()):  # the paper's statistic is on 5 seeds: every 5 here
@@ -285,7 +287,7 @@ def regularizers(root):
             n, first = jumps(m["step"], m["train_loss"])
             # dropout stops short of test loss 0.01: when it reaches test accuracy 0.95 too
             acc = S.first_at_or_above(m["step"], m["test_acc"], 0.95)
-            rows.append([lab, str(c.seed), str(first_below(m["step"], m["test_loss"]) or "-"),
+            rows.append([lab, str(c.seed), str(grok_step(m) or "-"),
                          str(acc or "-"), f"{m['test_acc'][-1]:.3f} / {m['test_loss'][-1]:.3g}",
                          f"{n} ({first or '-'})", f"{np.nanmax(m['collapse']):.2f}",
                          str(int(m["step"][-1])),
@@ -337,7 +339,7 @@ def cleanup(root):
                       "rule) / the per-neuron rule / W_E's norms", "MLP neurons with > 85% of "
                       "their variance at one frequency", "logit fit (FVE): a coefficient per "
                       "key frequency / one shared"],
-                     [[str(c.seed), str(first_below(m["step"], m["test_loss"]) or "-"), ks(a),
+                     [[str(c.seed), str(grok_step(m) or "-"), ks(a),
                        f"{round(c.d_mlp * a['one_freq_share'])} of {c.d_mlp}",
                        f"{a['cos_r2_per_freq']:.1%} / {a['cos_r2']:.1%}"]
                       for c, m, a in runs.values()]))
@@ -354,7 +356,7 @@ def llc(root):
     (claims_registry.llc_shape), then at its LLC checkpoints (measures.llc_every) and its last
     the train and test loss, the LLC (each chain's; "-" where not taken), distance irrelevance
     and gradient symmetricity."""
-    for run, (_, m, a) in load(root, analysed=True).items():
+    for run, (_, m, a) in load(root, analysed=True, llc=True).items():
         at = np.union1d(np.nonzero(np.isfinite(a["llc"]))[0], [len(a["step"]) - 1])
         chains = lambda i: " / ".join(f"{v:.2f}" for v in a["llc_chains"][i])
         rows = [[str(int(a["step"][i])), f"{a['train_loss'][i]:.3g}", f"{a['test_loss'][i]:.3g}",
@@ -397,10 +399,9 @@ def nanda_released(root):
     steps = lambda runs: " / ".join(f"s{c.seed}: {grok_step(m) or S.unfinished(c, m)}"
                                     for c, m, _ in runs)
     wd1 = verdicts.Runs("nanda_cleanup").get(load)
-    fractions = verdicts.Runs("nanda_fractions").get(load)
     rows = [[f"frac {f:g}", str(theirs[f"frac {f:g}"]),
-             steps([run for run in fractions if run[0].frac == f]) + " (nanda_fractions)"]
-            for f in (0.25, 0.28)]
+             steps(verdicts.Runs("nanda_fractions", R.field(frac=f)).get(load))
+             + " (nanda_fractions)"] for f in (0.25, 0.28)]
     rows += [["frac 0.3", str(theirs["frac 0.3"]), steps(wd1) + " (nanda_cleanup)"],
             ["frac 0.95", str(theirs["frac 0.95"]),
              steps(verdicts.Runs("nanda_frac95").get(load)) + " (nanda_frac95)"],
@@ -428,10 +429,10 @@ def nanda_released(root):
 def gu_quadratic(root):
     """Gu et al.'s Fig. 4 (a^2+ab+b^2 at growing fractions), run by run: the best and final test
     accuracy, the test pairs answered at the end, and the share of the test pairs whose swap
-    (b, a) is a training pair with the accuracy on them and on the rest (analyze.py's FINAL)."""
+    (b, a) is a training pair with the accuracy on them and on the rest (measures.FINAL)."""
     rows = []
     for run, (c, m, r) in load(root, analysed=True).items():
-        n_test = int((~data.train_mask(c, data.all_pairs(c)[2])).sum())
+        n_test = len(data.make_data(c)[3])
         rows.append([f"{c.frac:g}", str(c.seed), str(n_test), f"{m['test_acc'].max():.3f}",
                      f"{m['test_acc'][-1]:.3f}", str(round(float(m["test_acc"][-1]) * n_test)),
                      f"{float(r['swap_share']):.3f}",
@@ -518,17 +519,12 @@ def med(root):
                      rows))
 
 
-TUNING_SEED = 5  # tuned_adamw.sh's stage 1: not among the seeds the methods are compared on
-COMPARED = {"pre": ("interventions_pre",),  # the packs holding each placement's methods
-            "off": ("interventions_noln_zen5", "interventions_noln")}
-
-
 def seed_steps(runs):
     """{arm: {seed: step of test loss <= 0.01, or None}}; an arm is a run's name less its seed."""
     arms = {}
     for run, (cfg, m, _) in runs.items():
         arm = os.path.basename(run).rsplit("_s", 1)[0]
-        arms.setdefault(arm, {})[cfg.seed] = first_below(m["step"], m["test_loss"])
+        arms.setdefault(arm, {})[cfg.seed] = grok_step(m)
     return arms
 
 
@@ -537,9 +533,8 @@ def tuning_grid(runs, ln):
     first to test loss 0.01 (a tie: the smaller lr, then wd); None while a cell is missing."""
     grid = {}
     for run, (cfg, m, _) in runs.items():
-        if cfg.ln == ln and cfg.seed == TUNING_SEED:
-            grid[cfg.lr, cfg.wd] = (first_below(m["step"], m["test_loss"]), int(m["step"][-1]),
-                                    cfg.steps)
+        if cfg.ln == ln and cfg.seed == claims_registry.TUNING_SEED:
+            grid[cfg.lr, cfg.wd] = (grok_step(m), int(m["step"][-1]), cfg.steps)
     lrs = sorted({lr for lr, _ in grid})
     wds = sorted({wd for _, wd in grid})
     rows = []
@@ -574,24 +569,25 @@ def tuned_adamw(root):
     for ln in sorted({cfg.ln for cfg, _, _ in runs.values()}, key=lambda ln: ln != "pre"):
         name = claims_registry.LN_NAME.get(ln, ln)
         header, rows, chosen = tuning_grid(runs, ln)
-        print(f"{ln} ({name}), stage 1, seed {TUNING_SEED}: test loss <= 0.01 at (rows lr, "
-              "columns wd)\n")
+        print(f"{ln} ({name}), stage 1, seed {claims_registry.TUNING_SEED}: test loss <= 0.01 "
+              "at (rows lr, columns wd)\n")
         print(S.markdown(header, rows))
         if chosen is None:
             print("the cell to compare: not yet chosen (cells missing or running)\n")
             continue
         lr, wd = chosen
         print(f"the cell to compare: lr {lr:g}, wd {wd:g}\n")
-        tuned = {cfg.seed: first_below(m["step"], m["test_loss"]) for cfg, m, _ in runs.values()
-                 if cfg.ln == ln and (cfg.lr, cfg.wd) == chosen and cfg.seed != TUNING_SEED}
+        tuned = {cfg.seed: grok_step(m) for cfg, m, _ in runs.values() if cfg.ln == ln
+                 and (cfg.lr, cfg.wd) == chosen and cfg.seed != claims_registry.TUNING_SEED}
         if not tuned:
             print("stage 2: the chosen cell is not run on the compared seeds\n")
             continue
         seeds = sorted(tuned)
         arms = {f"tuned AdamW (lr {lr:g}, wd {wd:g})": tuned}
-        for copy in COMPARED[ln]:
+        for copy in claims_registry.COMPARED[ln]:  # an arm in two packs: the first pack's
             with pack.opened(os.path.join("reproduction", copy)) as folder:
-                arms.update(seed_steps(load(folder)))
+                for arm, steps in seed_steps(load(folder)).items():
+                    arms.setdefault(arm, steps)
         rows = []
         for arm, steps in arms.items():
             these = [steps.get(s) for s in seeds]

@@ -8,7 +8,6 @@ experiments/verdicts.py gives each its verdict:
     python experiments/claims.py verdicts       # the verdict table of these claims
     python experiments/verdicts.py --registry   # each claim's runs, statistic, like for like
 """
-import functools
 import math
 import os
 import sys
@@ -657,7 +656,6 @@ def unaddressed_claims():
 ZHONG = "Zhong et al."
 BEYOND = "this project (beyond the papers)"
 DEVINTERP = "devinterp (Lau et al.'s LLC)"
-MODEL_A = functools.cache(clock_pizza.model_a_values)  # both rows read one computation (~2 s)
 
 
 def exact(compute, paper, decimals):
@@ -689,10 +687,10 @@ def clock_pizza_claims():
             "experiments/claims.py pizza_check` prints both to 8 decimals (they differ by "
             "float32 rounding, at most 1e-7 relative)", section="pizza_check",
             label=f"model A {name}",
-            test=exact(lambda name=name: MODEL_A()[name], v, 3)))
+            test=exact(lambda name=name: clock_pizza.model_a_values()[name], v, 3)))
     rows.append(dict(
         paper=BEYOND, claim="Singh et al.'s LN placements move a model between Zhong et al.'s "
-                            "Clock and Pizza", value="-", source="issue 73",
+                            "Clock and Pizza", value="-", source="this project's question",
         runs="clock_pizza: the seven placements, their split and seeds, 10k steps or test loss "
              "0.01 + 1000, analysed", statistic="gradient symmetricity at the last checkpoint, "
         "each other placement against No LN (two-sided Mann-Whitney: clock_pizza.py's test "
@@ -763,8 +761,8 @@ def forecast_claims():
         paper=BEYOND,
         claim=f"at {FORECAST_T:g} of its budget, what a run has logged forecasts its step of test "
               "loss 0.01 better than the other configurations' median step",
-        value="closer in most configurations", source="issue 73", runs="every committed pack "
-        "that fits (`python experiments/forecast.py` says which)",
+        value="closer in most configurations", source="this project's question",
+        runs="every committed pack that fits (`python experiments/forecast.py` says which)",
         statistic=f"per configuration with runs pending at {FORECAST_T:g} x budget that "
                   "generalize: the forecaster's median relative error below the global "
                   "median's, leave one configuration out; one-sided sign test",
@@ -976,15 +974,17 @@ CRITICS = "the accelerators' critics"
 # the cells experiments/tuned_adamw.sh's stage 1 chose on seed 5 (`python experiments/claims.py
 # tuned_adamw` prints the choice; test_claims checks that these are it)
 TUNED = {"pre": (0.001, 1.0), "off": (0.006, 3.0)}
-METHODS = {"interventions_pre": "pre", "interventions_noln_zen5": "off"}
+TUNING_SEED = 5  # tuned_adamw.sh's stage 1: not among the seeds the methods are compared on
+# the packs holding each placement's methods; the first is the one the verdicts compare
+COMPARED = {"pre": ("interventions_pre",), "off": ("interventions_noln_zen5", "interventions_noln")}
 
 
 def tuned_claims():
     rows = []
-    for copy, ln in METHODS.items():
+    for ln, (copy, *_) in COMPARED.items():
         lr, wd = TUNED[ln]
-        tuned = Runs("tuned_adamw", lambda c, ln=ln, lr=lr, wd=wd: c.ln == ln and c.lr == lr
-                     and c.wd == wd and c.seed != 5)
+        tuned = Runs("tuned_adamw", lambda c, ln=ln, lr=lr, wd=wd: field(ln=ln, lr=lr, wd=wd)(c)
+                     and c.seed != TUNING_SEED)
         for name, keep in (("Grokfast EMA", field(grokfast="ema", lr=0.001)),
                            ("⊥AdamW", field(orthograd=True, wd=1.0)),
                            ("Muon", field(optimizer="muon"))):
@@ -1001,11 +1001,12 @@ def tuned_claims():
     return rows
 
 
-# the verdict table's order: REPRODUCTION.md's sections, and in each paper the claims not
-# addressed last (sorted is stable: within those, the order above)
-PAPERS = (NANDA, SINGH_PAPER, GU, ALQ, PRIETO, GROKFAST, CRITICS, ZHONG, DEVINTERP, BEYOND)
+# the verdict table's order: REPRODUCTION.md's sections, and in each paper the claims that name
+# no runs (not addressed, with the reason) last; sorted is stable: otherwise the order above
+PAPERS = (NANDA, SINGH_PAPER, GU, ALQ, PRIETO, GROKFAST, CRITICS, BEYOND, ZHONG, DEVINTERP)
 CLAIMS = sorted(placement_claims() + train_fit_claims() + measure_claims()
                 + optimization_claims() + nanda_claims() + gu_claims() + alquabeh_claims()
-                + prieto_claims() + grokfast_claims() + unaddressed_claims() + released_file_claims()
-                + clock_pizza_claims() + llc_claims() + tuned_claims() + forecast_claims(),
+                + prieto_claims() + grokfast_claims() + unaddressed_claims()
+                + released_file_claims() + clock_pizza_claims() + llc_claims() + tuned_claims()
+                + forecast_claims(),
                 key=lambda c: (PAPERS.index(c["paper"]), c["runs"] is None))

@@ -43,7 +43,7 @@ import pack  # noqa: E402
 import plots  # noqa: E402
 from summary import first_at_or_above, markdown  # noqa: E402
 from runfiles import GROK, Stop, first_below  # noqa: E402
-from stats import mann_whitney, sign_test  # noqa: E402
+from stats import sign_test, u_statistic  # noqa: E402
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 REPRO = os.path.join(HERE, "reproduction")
@@ -238,8 +238,7 @@ def auroc(scores, labels):
     n1, n0 = labels.sum(), (~labels).sum()
     if n1 == 0 or n0 == 0:
         return None
-    U, _ = mann_whitney(scores[labels], scores[~labels])  # pairs a positive scores above
-    return float(U / (n1 * n0))
+    return float(u_statistic(scores[labels], scores[~labels]) / (n1 * n0))  # a positive above
 
 
 # ---------------------------------------------------------------- nearest configuration

@@ -47,7 +47,7 @@ def estimates(drawn, loss_star, n, burnin, lengths):
 
 def main(argv=None):
     ap = ArgumentParser(description=__doc__,
-                          formatter_class=argparse.RawDescriptionHelpFormatter)
+                        formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("run", help="a run folder with checkpoints")
     ap.add_argument("--step", type=int, required=True, help="the checkpoint's step")
     ap.add_argument("--eps-factors", type=float, nargs="+", default=[0.5, 1.0, 2.0, 4.0],

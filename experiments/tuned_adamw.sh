@@ -1,4 +1,4 @@
-# A tuned AdamW arm for the accelerators' comparison (issue 72): the public critiques of grokking
+# A tuned AdamW arm for the accelerators' comparison: the public critiques of grokking
 # accelerators (Grokfast's tracker, the ⊥AdamW and Muon replications) ask that a method beat
 # AdamW with its lr and weight decay tuned, not AdamW at the method's own settings.
 #   1. tuning, on seed 5 (not among the compared seeds 0-4): lr {1e-3, 3e-3, 6e-3} x wd {1, 3},
@@ -8,7 +8,7 @@
 #      the compared seeds 0-4, beside interventions.sh's matched AdamW and the methods. On M+A*
 #      it is the matched AdamW's own cell (lr 1e-3, wd 1), run again here on this machine.
 # Lone runs (one stops at its own step; a batched process runs until its slowest run stops):
-# stage 1 ~1.5 CPU-hours on one thread of a 2-vCPU AMD EPYC (REPRODUCTION.md: Rerunning).
+# stage 1 ~1.5 CPU-hours on one thread of a 2-vCPU AMD EPYC (BENCHMARKS.md: The reproduction sweeps).
 source "$(dirname "$0")/jobs.sh"
 OUT=runs/tuned_adamw
 jobs() {

@@ -222,11 +222,12 @@ def signs(group, per_seed):
 
 def trend(group, x, per_seed, paper_sign=-1):
     """The paper's trend of a per-run statistic per_seed(m, r) along x(cfg) (paper_sign -1:
-    falling): Spearman's correlation, one-sided permutation test (stats.rank_corr_test)."""
+    falling, +1 rising): Spearman's correlation, one-sided permutation test
+    (stats.rank_corr_test, whose p is of a low correlation); rho is the correlation itself."""
     def test(load):
         runs = group.get(load)
         xs = [x(c) for c, _, _ in runs]
-        ys = [paper_sign * -per_seed(m, r) for _, m, r in runs]  # the paper's way: falling
+        ys = [-paper_sign * per_seed(m, r) for _, m, r in runs]  # the paper's way: falling
         r, p = stats.rank_corr_test(xs, ys)
         return dict(kind="order", p=p, p_opposite=stats.rank_corr_test(xs, [-y for y in ys])[1],
                     share=None, test="trend", seeds=[len(runs)], rho=paper_sign * -r)
