@@ -398,19 +398,20 @@ def nanda_released(root):
     R, theirs = claims_registry, claims_registry.NANDA_RELEASED
     steps = lambda runs: " / ".join(f"s{c.seed}: {grok_step(m) or S.unfinished(c, m)}"
                                     for c, m, _ in runs)
-    wd1 = verdicts.Runs("nanda_cleanup").get(load)
-    rows = [[f"frac {f:g}", str(theirs[f"frac {f:g}"]),
-             steps(verdicts.Runs("nanda_fractions", R.field(frac=f)).get(load))
-             + " (nanda_fractions)"] for f in (0.25, 0.28)]
-    rows += [["frac 0.3", str(theirs["frac 0.3"]), steps(wd1) + " (nanda_cleanup)"],
-            ["frac 0.95", str(theirs["frac 0.95"]),
-             steps(verdicts.Runs("nanda_frac95").get(load)) + " (nanda_frac95)"],
-            ["frac 0.3, wd 0.1", str(theirs["wd 0.1"]),
-             steps(verdicts.Runs("nanda_wd").get(load)) + " (nanda_wd)"],
-            ["frac 0.3, wd 0.01", "no data in the copy read", "not run"],
-            ["wd 0 (theirs: frac >= 0.9, from its weights)", str(theirs["no wd"]),
-             "frac 0.3: " + steps(verdicts.Runs("nanda", R.field(wd=0.0)).get(load))
-             + " (nanda, this project's split)"]]
+
+    def ours(copy, keep=lambda c: True):
+        try:
+            return f"{steps(verdicts.Runs(copy, keep).get(load))} ({copy})"
+        except verdicts.Missing as e:
+            return f"not committed ({e})"
+    rows = [[f"frac {f:g}", str(theirs[f"frac {f:g}"]), ours("nanda_fractions", R.field(frac=f))]
+            for f in (0.25, 0.28)]
+    rows += [["frac 0.3", str(theirs["frac 0.3"]), ours("nanda_cleanup")],
+             ["frac 0.95", str(theirs["frac 0.95"]), ours("nanda_frac95")],
+             ["frac 0.3, wd 0.1", str(theirs["wd 0.1"]), ours("nanda_wd")],
+             ["frac 0.3, wd 0.01", "no data in the copy read", "not run"],
+             ["wd 0 (theirs: frac >= 0.9, from its weights)", str(theirs["no wd"]),
+              "frac 0.3, this project's split: " + ours("nanda", R.field(wd=0.0))]]
     print(S.markdown(["run (wd 1 unless named)", "theirs: test loss <= 0.01 at epoch",
                       "ours, per seed"], rows))
     rows = []
