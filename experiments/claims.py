@@ -643,7 +643,7 @@ SECTIONS = {  # name: (REPRODUCTION.md's heading, folder (None: it reads the cop
     "nanda_wd": ("Weight decay 0.1 on their split (Nanda et al.'s released wd 0.1 run)",
                  "runs/nanda_wd", "python train.py --preset nanda --split-rng nanda --wd 0.1 "
                  "--seed 1 --steps 110000 --out runs/nanda_wd", metrics_table.main),
-    "fractions": ("Training fractions 0.25-0.9 (Nanda et al.'s released sweep)",
+    "fractions": ("Training fractions (Nanda et al.'s released sweep)",
                   "runs/nanda_fractions", "bash experiments/nanda_fractions.sh --list | bash",
                   metrics_table.main),
     "cleanup": ("The mainline through cleanup (Nanda et al.)", "runs/nanda_regularizers",
