@@ -482,22 +482,18 @@ def gu_claims():
             test=signs(gu(keep), hole_kept)))
     share_below = lambda m, r: None if acc_step(m, 0.9) is None else float(
         np.mean(m["test_acc"][m["step"] > 5000] < 0.9))
-    rows.append(dict(
-        paper=GU, claim="test accuracy fluctuates more with depth (Fig. 2)",
-        value="2 layers above 1", source="Fig. 2", runs="gu_setting, 1 and 2 layers, p 97",
-        statistic="per seed: share of evaluations after step 5000 below test accuracy 0.9",
-        like=True, differs="like for like: " + GU_SET, section="gu_setting",
-        test=order([gu(one(n_layers=1, frac=0.5, p=97)), gu(one(n_layers=2, frac=0.5, p=97))],
-                   share_below, never=False)))
-    rows.append(dict(
-        paper=GU, claim="test accuracy fluctuates more with depth: 3 layers (Fig. 2)",
-        value="3 layers above 2", source="Fig. 2",
-        runs="gu_setting, 2 layers seeds 0-2, 3 layers seed 0 (seeds 1-2 stopped at 2090)",
-        statistic="per seed: share of evaluations after step 5000 below test accuracy 0.9",
-        like=True, differs="like for like: " + GU_SET, section="gu_setting",
-        test=order([gu(one(n_layers=2, frac=0.5, p=97)),
-                    gu(one(n_layers=3, frac=0.5, p=97, seed=0))],
-                   share_below, never=False)))
+    for label, order_value, runs, shallow, deep in (
+            ("", "2 layers above 1", "gu_setting, 1 and 2 layers, p 97",
+             one(n_layers=1, frac=0.5, p=97), one(n_layers=2, frac=0.5, p=97)),
+            (": 3 layers", "3 layers above 2",
+             "gu_setting, 2 layers seeds 0-2, 3 layers seed 0 (seeds 1-2 stopped at 2090)",
+             one(n_layers=2, frac=0.5, p=97), one(n_layers=3, frac=0.5, p=97, seed=0))):
+        rows.append(dict(
+            paper=GU, claim=f"test accuracy fluctuates more with depth{label} (Fig. 2)",
+            value=order_value, source="Fig. 2", runs=runs,
+            statistic="per seed: share of evaluations after step 5000 below test accuracy 0.9",
+            like=True, differs="like for like: " + GU_SET, section="gu_setting",
+            test=order([gu(shallow), gu(deep)], share_below, never=False)))
     quadratic = Runs("gu_quadratic", analysed=True)
     rows.append(dict(
         paper=GU, claim="a^2+ab+b^2: the upper limit of test accuracy rises with the fraction "
