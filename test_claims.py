@@ -25,6 +25,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "exp
 import claims  # noqa: E402
 import metrics_table  # noqa: E402
 import minibatch_table  # noqa: E402
+import verdicts  # noqa: E402
 
 
 def test_baseline_is_the_same_setting_without_intervention():
@@ -103,7 +104,7 @@ def test_claims_prints_each_arm_seed_by_seed_from_the_run_folders(tmp_path, caps
     cut = dict(step=np.arange(0, 301, 100))  # a run interrupted before its budget
     assert S.unfinished(Config(steps=1000), cut) == "- (stopped at 300 of 1000)"
     loss = np.array([1.0, 0.5, 6.0, 0.1, 0.9, 20.0])  # > 10x the evaluation before: 2
-    assert claims.jumps(np.arange(6) * 10, loss) == (2, 20)
+    assert verdicts.jumps(np.arange(6) * 10, loss) == (2, 20)
 
 
 def test_per_seed_flags_a_seed_mean_step_that_holds_a_stopped_run(tmp_path, capsys):
@@ -328,20 +329,20 @@ def test_c_fourier_gives_each_seed_and_their_mean_at_each_step(tmp_path, capsys)
     assert "| off (No LN) | 1 (0.5 / 1.5) | 2 (2 / -) | 0.186 |" in out
 
 
-def test_every_section_reads_a_committed_copy_or_says_what_its_runs_cost(tmp_path, capsys,
-                                                                        monkeypatch):
-    import claims_registry
+def test_every_section_reads_a_committed_copy_or_says_what_makes_its_runs(tmp_path, capsys,
+                                                                         monkeypatch):
     for name, (_, root, _, _) in claims.SECTIONS.items():
-        assert root is None or name in claims.COPIES or name in claims_registry.UNCOMMITTED
+        assert root is None or name in claims.COPIES
     for copy in claims.COPIES.values():
         here = os.path.join(os.path.dirname(os.path.abspath(__file__)), copy, "runs.npz")
         assert os.path.isfile(here), copy
-    heading, _, make, show = claims.SECTIONS["regularizers"]  # as if runs/ held none
+    heading, _, make, show = claims.SECTIONS["regularizers"]  # neither runs/ nor a copy
     monkeypatch.setitem(claims.SECTIONS, "regularizers",
                         (heading, str(tmp_path / "none"), make, show))
+    monkeypatch.delitem(claims.COPIES, "regularizers")
     claims.main(["regularizers"])
-    assert "runs not committed; made by: bash experiments/nanda_regularizers.sh --batched | bash " \
-           "(~12 CPU-hours)\n" in capsys.readouterr().out
+    assert "runs not committed; made by: bash experiments/nanda_regularizers.sh --batched | bash\n" \
+        in capsys.readouterr().out
 
 
 def test_head_wave_fit_finds_the_frequency_and_its_share_of_variance():

@@ -133,6 +133,38 @@ def test_table_on_made_up_runs(tmp_path, monkeypatch):
     assert os.path.getsize(tmp_path / "verdicts.png") > 0
 
 
+def test_regularizer_claims_pick_their_runs(tmp_path, monkeypatch):
+    """Appendix D's rows on made-up copies: every dropout run reaches test accuracy 0.95 and the
+    L1 run does not (the paper's way); float32 jumps and float64 does not."""
+    monkeypatch.setattr(V, "REPRO", str(tmp_path))
+    step = np.arange(0, 40001, 1000)
+    smooth = np.geomspace(1, 1e-6, len(step))
+    jumpy = smooth.copy()
+    jumpy[[10, 20]] *= 1e3  # two evaluations > 10x the one before
+    made = {"nanda_cleanup": [Config(seed=s, steps=40000) for s in range(3)],
+            "nanda_regularizers": [Config(seed=0, steps=40000, wd=0.0, dropout=p)
+                                   for p in (0.1, 0.2)]
+            + [Config(seed=0, steps=40000, wd=0.0, l1=1e-5),
+               Config(seed=0, steps=40000, loss_dtype="float32")]}
+    runs = {}
+    for copy, cfgs in made.items():
+        os.makedirs(tmp_path / copy)
+        for i, c in enumerate(cfgs):
+            acc = np.where(step >= 20000, 1.0, 0.1) if c.l1 == 0 else np.full(len(step), 0.3)
+            m = dict(step=step, test_loss=1 - acc, test_acc=acc,
+                     train_loss=jumpy if c.loss_dtype == "float32" else smooth)
+            runs.setdefault(str(tmp_path / copy), {})[f"r{i}"] = (c, m, {})
+    load = lambda root, analysed=False, keep=lambda c: True: {
+        k: v for k, v in runs[root].items() if keep(v[0])}
+    dropout, l1, float32 = [res for _, res, _, _ in
+                            V.evaluate(load, claims_registry.regularizer_claims())]
+    assert (dropout["share"], dropout["seeds"]) == (1.0, [2])  # both dropout runs grok
+    assert dropout["p"] == pytest.approx(0.25)
+    assert (l1["share"], l1["seeds"]) == (1.0, [1])  # L1 never does
+    assert float32["seeds"] == [3, 1] and float32["p"] == pytest.approx(0.25)
+    assert float32["p_opposite"] == pytest.approx(1.0)
+
+
 def test_any_differs_is_bonferroni_over_the_subgroups_against_the_base():
     values = {"off": [0.3, 0.31, 0.32, 0.33, 0.34], "pre": [0.9, 0.91, 0.92, 0.93, 0.94],
               "mlp-pre": [0.295, 0.315, 0.325, 0.335, 0.345]}

@@ -36,7 +36,7 @@ from singh_numbers import (COMPRESSIBILITY, SINGH, SINGH_CURVES, SINGH_LN,  # no
                            SINGH_MODEL, released)
 from optim import schedule  # noqa: E402
 from runfiles import Stop, first_below, load_metrics  # noqa: E402
-from verdicts import grok_step  # noqa: E402
+from verdicts import grok_step, jumps  # noqa: E402
 from stats import fisher_exact, mann_whitney, sign_test  # noqa: E402
 
 
@@ -267,12 +267,6 @@ def early(root):
     rows = [[lab] + [S.fmt([S.at(r, k) for _, _, _, r in runs], 3) for k in keys]
             for lab, runs in groups.items()]
     print(S.markdown(["configuration"] + [f"{k} at step {S.AT}" for k in keys], rows))
-
-
-def jumps(step, loss, factor=10):
-    """Slingshots: (how many evaluations have train loss > factor x the one before, first step)."""
-    up = np.nonzero(loss[1:] > factor * loss[:-1])[0] + 1
-    return len(up), (int(step[up[0]]) if len(up) else None)
 
 
 def regularizers(root):
@@ -737,8 +731,7 @@ COPIES = {  # section: its runs' copy in the repository, read where its runs/ fo
         ("interventions_nanda", "interventions_nanda"), ("grokfast", "grokfast_setting_zen5"),
         ("grokfast_wd0", "grokfast_setting"), ("collapse_gpu", "prieto_fig2_gpu"),
         ("llc", "llc_example"), ("clock_pizza", "clock_pizza"),
-        ("gu_quadratic", "gu_quadratic"))}
-
+        ("gu_quadratic", "gu_quadratic"), ("regularizers", "nanda_regularizers"))}
 
 
 def main(argv):
@@ -776,9 +769,7 @@ def main(argv):
             errors.append(f"no runs in {folder}")
             print(f"error: no runs in {folder}\n")
         else:
-            cost = f" ({claims_registry.UNCOMMITTED[n]})" if n in claims_registry.UNCOMMITTED \
-                else ""
-            print(f"runs not committed; made by: {make}{cost}\n")
+            print(f"runs not committed; made by: {make}\n")
     if errors:
         sys.exit(f"error: {'; '.join(errors)}")
 

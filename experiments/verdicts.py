@@ -76,6 +76,12 @@ def acc_step(m, acc=0.95):
     return S.first_at_or_above(m["step"], m["test_acc"], acc)
 
 
+def jumps(step, loss, factor=10):
+    """Slingshots: (how many evaluations have train loss > factor x the one before, first step)."""
+    up = np.nonzero(loss[1:] > factor * loss[:-1])[0] + 1
+    return len(up), (int(step[up[0]]) if len(up) else None)
+
+
 def at_grok(key):
     """An analysis measure at the run's own first test loss <= 0.01, None: never."""
     return lambda m, r: None if grok_step(m) is None else S.at(r, key, grok_step(m))
