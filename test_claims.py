@@ -105,6 +105,7 @@ def test_claims_prints_each_arm_seed_by_seed_from_the_run_folders(tmp_path, caps
     assert S.unfinished(Config(steps=1000), cut) == "- (stopped at 300 of 1000)"
     loss = np.array([1.0, 0.5, 6.0, 0.1, 0.9, 20.0])  # > 10x the evaluation before: 2
     assert verdicts.jumps(np.arange(6) * 10, loss) == (2, 20)
+    assert verdicts.jumps(np.arange(3) * 10, np.array([1e-10, 1e-8, 1e-5])) == (0, None)
 
 
 def test_per_seed_flags_a_seed_mean_step_that_holds_a_stopped_run(tmp_path, capsys):

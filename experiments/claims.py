@@ -272,7 +272,7 @@ def early(root):
 def regularizers(root):
     """Nanda et al.'s appendix, per run: test loss 0.01 and test accuracy 0.95 reached at (their
     dropout models end at 99.7%, loss 0.215, Table 6), the end, train-loss jumps (> 10x from
-    one evaluation to the next), and at the last checkpoint their Tables 1 and 5: Gini of W_E
+    one evaluation to the next, to above 1e-3: verdicts.jumps), and at the last checkpoint their Tables 1 and 5: Gini of W_E
     and W_L, W_L's key frequencies, the logit fit on them, the one-frequency neuron share."""
     groups, _ = S.group_runs(load(root, analysed=True))
     rows = []
@@ -289,7 +289,7 @@ def regularizers(root):
                          str([int(k) for k in a["keys"]]),
                          f"{100 * a['cos_r2_per_freq']:.1f}%", f"{a['one_freq_share']:.3f}"])
     print(S.markdown(["configuration", "seed", "test loss <= 0.01 at", "test acc >= 0.95 at",
-                      "final test acc / loss", "train-loss jumps > 10x (first at)",
+                      "final test acc / loss", "train-loss jumps > 10x, to > 1e-3 (first at)",
                       "max softmax-collapse share", "steps run", "Gini W_E / W_L",
                       "key frequencies (W_L)", "logit FVE", "one-frequency neurons"], rows))
 

@@ -449,7 +449,7 @@ def regularizer_claims():
                            "D.2)",
         value="float32 jumps, float64 not", source="appendix D.2", runs="nanda_cleanup (float64) "
         "+ nanda_regularizers (float32), mainline", statistic="per run: evaluations whose train "
-        "loss is > 10x the one before; float64 fewer than float32", like=False,
+        "loss is > 10x the one before and > 1e-3; float64 fewer than float32", like=False,
         differs="their split, 40k steps; on a CPU (theirs a GPU)", section="regularizers",
         test=order([Runs("nanda_cleanup", field(loss_dtype="float64")),
                     reg(loss_dtype="float32")], slingshots,

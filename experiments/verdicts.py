@@ -76,9 +76,11 @@ def acc_step(m, acc=0.95):
     return S.first_at_or_above(m["step"], m["test_acc"], acc)
 
 
-def jumps(step, loss, factor=10):
-    """Slingshots: (how many evaluations have train loss > factor x the one before, first step)."""
-    up = np.nonzero(loss[1:] > factor * loss[:-1])[0] + 1
+def jumps(step, loss, factor=10, floor=1e-3):
+    """Slingshots: (how many evaluations have train loss > factor x the one before and above
+    floor, first step). The floor keeps out round-off of a loss near 0 (a run at 1e-10 moves by
+    10x from one evaluation to the next without leaving its fit)."""
+    up = np.nonzero((loss[1:] > factor * loss[:-1]) & (loss[1:] > floor))[0] + 1
     return len(up), (int(step[up[0]]) if len(up) else None)
 
 
