@@ -342,8 +342,8 @@ def test_every_section_reads_a_committed_copy_or_says_what_makes_its_runs(tmp_pa
                         (heading, str(tmp_path / "none"), make, show))
     monkeypatch.delitem(claims.COPIES, "regularizers")
     claims.main(["regularizers"])
-    assert "runs not committed; made by: bash experiments/nanda_regularizers.sh --batched | bash\n" \
-        in capsys.readouterr().out
+    made = "runs not committed; made by: bash experiments/nanda_regularizers.sh --batched | bash\n"
+    assert made in capsys.readouterr().out
 
 
 def test_head_wave_fit_finds_the_frequency_and_its_share_of_variance():

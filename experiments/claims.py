@@ -272,8 +272,9 @@ def early(root):
 def regularizers(root):
     """Nanda et al.'s appendix, per run: test loss 0.01 and test accuracy 0.95 reached at (their
     dropout models end at 99.7%, loss 0.215, Table 6), the end, train-loss jumps (> 10x from
-    one evaluation to the next, to above 1e-3: verdicts.jumps), and at the last checkpoint their Tables 1 and 5: Gini of W_E
-    and W_L, W_L's key frequencies, the logit fit on them, the one-frequency neuron share."""
+    one evaluation to the next, to above 1e-3: verdicts.jumps), and at the last checkpoint their
+    Tables 1 and 5: Gini of W_E and W_L, W_L's key frequencies, the logit fit on them, the
+    one-frequency neuron share."""
     groups, _ = S.group_runs(load(root, analysed=True))
     rows = []
     for lab, runs in groups.items():

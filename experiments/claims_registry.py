@@ -426,7 +426,6 @@ def regularizer_claims():
     loss in float32. The text as we hold it lost the dropout rates and L1's lambda: ours are
     nanda_regularizers.sh's. Grokking is test accuracy 0.95 within 40k steps: their dropout
     models end at 99.7% with test loss 0.215 (Table 6), never 0.01."""
-    reg = lambda **kw: Runs("nanda_regularizers", field(**kw))
     differs = "their split and 40k steps; the dropout rates and L1's lambda are ours (the " \
               "text lost them)"
     groks = lambda m, r: acc_step(m) is not None
@@ -452,7 +451,7 @@ def regularizer_claims():
         "loss is > 10x the one before and > 1e-3; float64 fewer than float32", like=False,
         differs="their split, 40k steps; on a CPU (theirs a GPU)", section="regularizers",
         test=order([Runs("nanda_cleanup", field(loss_dtype="float64")),
-                    reg(loss_dtype="float32")], slingshots,
+                    Runs("nanda_regularizers", field(loss_dtype="float32"))], slingshots,
                    names=["float64", "float32"]))]
 
 
