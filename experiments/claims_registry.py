@@ -101,19 +101,20 @@ def placement_claims():
     # 64 and with RMSNorm; the appendix shows them as figures only, so the row tests Fig. 2a's
     # order there. RMSNorm has no No LN of its own: a model without a norm is the same either way
     depth = dict(n_layers=3, d_model=64, d_mlp=256)
-    for what, groups, runs in (
-            ("3 layers of width 64", [Runs("singh_grids", singh(ln=ln, **depth))
-                                      for ln in ("mlp-pre", "pre", "attn-pre", "off")],
+    for what, script, groups, runs in (
+            ("3 layers of width 64", "more_depth.sh",
+             [Runs("singh_grids", singh(ln=ln, **depth))
+              for ln in ("mlp-pre", "pre", "attn-pre", "off")],
              "singh_grids, 5 seeds a placement (M on the CPU, the others on one H100)"),
-            ("RMSNorm", [Runs("singh_grids", singh(ln=ln, norm="rmsnorm"))
-                         for ln in ("mlp-pre", "pre", "attn-pre")] + [placement("off")],
+            ("RMSNorm", "rmsnorm.sh", [Runs("singh_grids", singh(ln=ln, norm="rmsnorm"))
+                                       for ln in ("mlp-pre", "pre", "attn-pre")]
+             + [placement("off")],
              "singh_grids, 5 seeds a placement; No LN: the 25 of the main order")):
         rows.append(dict(
             paper=SINGH_PAPER, claim=f"with {what} the placements keep the order M < M+A* < A* "
                                      "< No LN (appendix)",
-            value="Fig. 2a's order", source="scripts/" + (
-                "more_depth.sh" if what.startswith("3") else "rmsnorm.sh") + " (7ea0e10); the "
-            "appendix's figures are not in our copy of the text", runs=runs,
+            value="Fig. 2a's order", source=f"scripts/{script} (7ea0e10); the appendix's "
+                                            "figures are not in our copy of the text", runs=runs,
             statistic="per-seed first step with test loss <= 0.01, each placement against the "
                       "next", like=True, differs="like for like: " + SPLIT, section="grids",
             test=order(groups, lambda m, r: grok_step(m), names=["M", "M+A*", "A*", "No LN"])))
