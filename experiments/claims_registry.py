@@ -192,7 +192,7 @@ def optimization_claims():
     released = lambda sweep, alphas: " / ".join(step(SINGH[sweep][1e-3, 1, a][0]) for a in alphas)
     chain = lambda alphas: " < ".join(f"{a:g}" for a in reversed(alphas))
     for alphas, sweep, what, curves, setting in (
-            ((0.5, 1.0, 1.25, 1.5), (1e-8, "singh"), "", "released", ""),
+            ((0.5, 0.75, 1.0, 1.25, 1.5), (1e-8, "singh"), "", "released", ""),
             ((0.5, 0.75, 1.0, 1.25, 1.5), (0.0, "kaiming"), ", in their eps 0, Kaiming runs",
              "eps 0", ", their eps 0 and Kaiming init")):
         others = (1e-8, "singh") if sweep[0] == 0.0 else (0.0, "kaiming")
