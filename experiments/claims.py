@@ -642,11 +642,11 @@ SECTIONS = {  # name: (REPRODUCTION.md's heading, folder (None: it reads the cop
                   "runs/nanda_fractions", "bash experiments/nanda_fractions.sh --list | bash",
                   metrics_table.main),
     "cleanup": ("The mainline through cleanup (Nanda et al.)", "runs/nanda_regularizers",
-                "python train.py --preset nanda --split-rng nanda --seed 0 1 2 "
+                "python train.py --preset nanda --split-rng nanda --seed 0 1 2 3 4 "
                 "--out runs/nanda_regularizers", cleanup),
     "phases": ("The mainline's phases, Gini and weight norm at their ends (Nanda et al.)",
                "runs/nanda_regularizers", "python train.py --preset nanda --split-rng nanda "
-               "--seed 0 1 2 --out runs/nanda_regularizers", phases),
+               "--seed 0 1 2 3 4 --out runs/nanda_regularizers", phases),
     "gu_setting": ("Gu et al. in their code's setting", "runs/gu_setting",
                    "bash experiments/gu_setting.sh --batched | bash", gu_runs),
     "gu_quadratic": ("a^2+ab+b^2 at three training fractions (Gu et al.'s Fig. 4)",
@@ -691,7 +691,7 @@ SECTIONS = {  # name: (REPRODUCTION.md's heading, folder (None: it reads the cop
                      "bash experiments/interventions.sh --list | grep prieto_fig2 | grep "
                      "float16 | bash", metrics_table.collapse),
     "attention": ("Attention heads as waves of one frequency (Nanda et al.)", None,
-                  "python train.py --preset nanda --split-rng nanda --seed 0 1 2 "
+                  "python train.py --preset nanda --split-rng nanda --seed 0 1 2 3 4 "
                   "--out runs/nanda_regularizers", attention),
     "nanda_released": ("Nanda et al.'s released runs beside ours: fractions, weight decay, "
                        "excluded loss without it", None, "bash experiments/nanda.sh --list | "

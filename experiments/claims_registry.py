@@ -369,7 +369,7 @@ NANDA_RUN = "their released frac-0.3 run (mod_addition_frac_train_sweep.pth; con
 def nanda_claims():
     main = Runs("nanda_cleanup", analysed=True)
     first = lambda key, thr: (lambda m, r: first_below(m["step"], m[key], thr))
-    like = "like for like: their split (`--split-rng nanda`), their 40k; 3 seeds, theirs one run"
+    like = "like for like: their split (`--split-rng nanda`), their 40k; theirs one run"
     rows = [dict(paper=NANDA, claim=claim, value=v, source=NANDA_RUN, runs="nanda_cleanup",
                  statistic=stat, like=True, differs=like, section="cleanup", label=label,
                  test=value(main, f, v))
@@ -411,13 +411,13 @@ def nanda_claims():
     nanda = lambda **kw: Runs("nanda", field(**kw))
     rows.append(dict(
         paper=NANDA, claim="without weight decay it never groks (appendix D.1, Fig. 26)",
-        value="wd 1 before wd 0 (never)", source="appendix D.1", runs="nanda, 3 seeds a side",
+        value="wd 1 before wd 0 (never)", source="appendix D.1", runs="nanda, wd 1 and wd 0",
         statistic="per-seed step to test loss 0.01, wd 1 against wd 0", like=False,
         differs="this project's split; 40k steps", section="nanda",
         test=order([nanda(wd=1.0, frac=0.3), nanda(wd=0.0)], lambda m, r: grok_step(m))))
     rows.append(dict(
         paper=NANDA, claim="more training data groks sooner (appendix D.1, Fig. 20)",
-        value="frac 0.7 < 0.5 < 0.3", source="appendix D.1", runs="nanda, 3 seeds a fraction",
+        value="frac 0.7 < 0.5 < 0.3", source="appendix D.1", runs="nanda, frac 0.3 / 0.5 / 0.7",
         statistic="per-seed step to test loss 0.01, each fraction against the next smaller",
         like=False, differs="this project's split", section="nanda",
         test=order([nanda(frac=f, wd=1.0) for f in (0.7, 0.5, 0.3)],
@@ -931,7 +931,7 @@ def med_beats(keys):
     return f
 
 
-NANDA_MAIN = Runs("nanda_cleanup", analysed=True)  # their mainline to 40k, their split, seeds 0-2
+NANDA_MAIN = Runs("nanda_cleanup", analysed=True)  # their mainline to 40k, their split, seeds 0-4
 NTK_RUNS = {wd: Runs("singh_grids", singh(wd=wd), analysed=True) for wd in (0.75, 1.5)}
 # Gu et al.'s setting, every run that reached their 30k epochs (p 97, one or two layers, the DNN)
 GU_FULL = Runs("gu_setting", lambda c: c.p == 97 and c.n_layers < 3, analysed=True)
@@ -958,7 +958,7 @@ def released_file_claims():
                            "Fig. 27)",
         value=f"wd 1 before wd 0.1 ({NANDA_RELEASED['frac 0.3']} / {NANDA_RELEASED['wd 0.1']})",
         source="mod_addition_frac_train_sweep.pth, wd_10-1_mod_addition_loss_curve.pth",
-        runs="nanda_cleanup (wd 1, seeds 0-2) + nanda_wd (wd 0.1, seed 1)",
+        runs="nanda_cleanup (wd 1, seeds 0-4) + nanda_wd (wd 0.1, seed 1)",
         statistic="per-seed step to test loss 0.01, wd 1 against wd 0.1", like=True,
         differs="like for like: their split; one run of wd 0.1 as theirs", section="nanda_released",
         test=order([Runs("nanda_cleanup"), Runs("nanda_wd")], lambda m, r: grok_step(m))))
@@ -973,7 +973,7 @@ def released_file_claims():
         paper=NANDA, claim="without weight decay excluded loss does not rise: no circuit forms "
                            "(appendix D.1, Fig. 26)",
         value="wd 0 below wd 1", source="appendix D.1, Fig. 26",
-        runs="nanda wd 0 (3 seeds) against nanda + nanda_cleanup wd 1 (6 seeds), analysed",
+        runs="nanda wd 0 against nanda + nanda_cleanup wd 1, analysed",
         statistic="per seed: excluded loss's largest rise above its lowest value so far, wd 0 "
                   "below wd 1", like=False,
         differs="wd 0 on this project's split, wd 1 on both; in every wd 0 run the paper's key "
