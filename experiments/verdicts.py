@@ -41,27 +41,27 @@ ALPHA = 0.05       # one-sided significance of an ordering
 MIN_SEEDS = 20
 CALIBRATION_TRIALS = 200  # random splits of No LN's seeds that --calibrate tries
 
-RULE = f"""The rule, the same for positive and negative results.
-A number: the paper's statistic computed on as many of our seeds as the paper used, drawn from
-ours with replacement ({stats.RESAMPLES} draws, a fixed RNG seed), gives our
-{stats.LEVEL:.0%} percentile interval ("never": not reached within the budget); a paper number
-of one run is set against one seed's spread. **reproduced** when the paper's number lies in that
-interval; **not reproduced** when it lies outside, the comparison is like for like (the same
-statistic, grid, split and budget) and the interval rests on at least {MIN_SEEDS} of our seeds;
-else **inconclusive**. The interval is narrower than the statistic's spread (the seed-mean
-crossing acts like a maximum over seeds, which no resample of them exceeds): `python
-experiments/verdicts.py --calibrate` measures how often it holds the statistic of other seeds,
-less often than {stats.LEVEL:.0%} even at {MIN_SEEDS} seeds, so an interval's "reproduced" is
-conservative and its "not reproduced" less certain than an ordering's.
-An ordering, or a sign every seed should show: a one-sided rank test over seeds (Mann-Whitney U;
-a chain holds when each link does, p the largest of the links'; a sign: the sign test).
-**reproduced** when the paper's ordering holds at p < {ALPHA}; **not reproduced** when the
-opposite holds at p < {ALPHA}, like for like; else **inconclusive**, with the seeds that would
-decide an effect of the size observed (a side, for a rank test).
-A question of our own with no direction (do subgroups differ from a base?): two-sided rank tests
-against the base, p the smallest times their number (Bonferroni); **reproduced** (a difference)
-at p < {ALPHA}, else **inconclusive**.
-**not addressed**: no committed runs test the claim; the reason is given."""
+RULE = f"""The rule, the same for positive and negative results:
+- **A number**: the paper's statistic computed on as many of our seeds as the paper used, drawn
+  from ours with replacement ({stats.RESAMPLES} draws, a fixed RNG seed), gives our
+  {stats.LEVEL:.0%} percentile interval ("never": not reached within the budget); a paper number of
+  one run is set against one seed's spread. **reproduced** when the paper's number lies in that
+  interval; **not reproduced** when it lies outside, the comparison is like for like (the same
+  statistic, grid, split and budget) and the interval rests on at least {MIN_SEEDS} of our seeds;
+  else **inconclusive**. The interval is narrower than the statistic's spread (the seed-mean
+  crossing acts like a maximum over seeds, which no resample of them exceeds): `python
+  experiments/verdicts.py --calibrate` measures how often it holds the statistic of other seeds,
+  less often than {stats.LEVEL:.0%} even at {MIN_SEEDS} seeds, so an interval's "reproduced" is
+  conservative and its "not reproduced" less certain than an ordering's.
+- **An ordering, or a sign every seed should show**: a one-sided rank test over seeds
+  (Mann-Whitney U; a chain holds when each link does, p the largest of the links'; a sign: the
+  sign test). **reproduced** when the paper's ordering holds at p < {ALPHA}; **not reproduced**
+  when the opposite holds at p < {ALPHA}, like for like; else **inconclusive**, with the seeds that
+  would decide an effect of the size observed (a side, for a rank test).
+- **A question of our own with no direction** (do subgroups differ from a base?): two-sided rank
+  tests against the base, p the smallest times their number (Bonferroni); **reproduced** (a
+  difference) at p < {ALPHA}, else **inconclusive**.
+- **not addressed**: no committed runs test the claim; the reason is given."""
 
 
 # ---------------------------------------------------------------- per-seed statistics
