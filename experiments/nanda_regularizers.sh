@@ -7,8 +7,8 @@
 # float32; 2-vCPU AMD EPYC Zen 4), minutes on a GPU (--batched).
 source "$(dirname "$0")/jobs.sh"
 OUT=runs/nanda_regularizers
-# The mainline and float32 have seeds 3-4 too: the sign tests of the cleanup and slingshot claims
-# need five seeds (four a side) to reach p < 0.05.
+# The mainline and float32 have seeds 3-4 too: a sign test of the cleanup claims needs five seeds
+# to reach p < 0.05, the rank test of the slingshot claim four a side.
 jobs() { for s in 0 1 2 3 4; do
   r="python train.py --preset nanda --split-rng nanda --seed $s --out $OUT"   # their split
   echo "$r"                                    # the mainline, float64 loss, 40k steps
