@@ -151,6 +151,31 @@ def run_files(run_dir):
     return [f for f in RUN_FILES if os.path.lexists(os.path.join(run_dir, f))]
 
 
+def run_state(run_dir):
+    """What a folder holds, which decides whether train.py starts, resumes or refuses a run
+    there: "new" (nothing, or a run stopped before its first save finished: at most step 0 is
+    written, so nothing is lost by starting again), "saved" (resume.pt: it can go on) or
+    "copy" (a run's files past step 0 without resume.pt: unpacked from a pack, copied, or
+    resume.pt removed by hand; it cannot go on, and is not to be overwritten)."""
+    if os.path.lexists(os.path.join(run_dir, "resume.pt")):
+        return "saved"
+    if not run_files(run_dir):
+        return "new"
+    ckpt = os.path.join(run_dir, "ckpt")
+    if os.path.lexists(ckpt) and not os.path.isdir(ckpt):
+        return "copy"
+    paths, other = checkpoint_paths(run_dir)
+    if other or any(int(CHECKPOINT.fullmatch(os.path.basename(p))[1]) for p in paths):
+        return "copy"
+    if os.path.lexists(os.path.join(run_dir, "metrics.npz")):
+        try:
+            if (load_metrics(os.path.join(run_dir, "metrics.npz"))["step"] > 0).any():
+                return "copy"
+        except Stop:  # not ours to overwrite: train.py names the file
+            return "copy"
+    return "new"
+
+
 def checkpoint_paths(run_dir):
     """(paths of ckpt/step_XXXXXX.pt in step order, other files in ckpt/)."""
     folder = os.path.join(run_dir, "ckpt")

@@ -115,7 +115,17 @@ CASES = [
     ("train.py", no_setup, TINY + ["--out", "{root}", "--p", "200003"], "does not fit in memory"),
     # a folder belongs to one run: a fresh run refuses any run file, never mixes two runs
     ("train.py", no_setup, TINY + ["--out", "{root}", "--name", "r"], "holds a run"),
-    ("train.py", fresh_folder("config.json"), NEW, "holds a run (config.json)"),
+    ("train.py", fresh_folder("config.json"), NEW + ["--resume"],
+     "stopped before its first save; run the same command without --resume"),
+    ("train.py", no_setup, NEW + ["--resume"], "missing checkpoint"),
+    ("train.py", fresh_folder("config.json", "metrics.npz"), RESUME[:-2] + ["new", "--auto-resume"],
+     "holds a run with no resume.pt to go on from"),
+    ("train.py", no_setup, RESUME + ["--auto-resume"], "--resume and --auto-resume: give one"),
+    # never a run in another run's folder, nor in the current folder by an empty name
+    ("train.py", no_setup, TINY + ["--out", "{root}/r", "--name", "ckpt"], "is inside the run"),
+    ("train.py", no_setup, TINY + ["--out", "{root}/r/ckpt"], "is inside the run"),
+    ("train.py", no_setup, TINY + ["--out", ""], "--out '' names no folder"),
+    ("train.py", no_setup, TINY + ["--out", "{root}", "--name", ""], "one folder below"),
     ("train.py", fresh_folder("metrics.npz"), NEW, "holds a run (metrics.npz)"),
     ("train.py", fresh_folder("ckpt"), NEW, "holds a run (ckpt)"),
     ("train.py", fresh_folder("resume.pt"), NEW, "holds a run (resume.pt)"),

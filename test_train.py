@@ -7,6 +7,8 @@ scripts list valid runs.
 """
 import errno
 import os
+import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -25,7 +27,7 @@ from data import make_data
 from model import LN_PLACEMENTS, build_model
 from optim import AdamW
 from runfiles import Stop, load_checkpoint
-from train import Interrupted, check_options, main, parse_args, train
+from train import AUTO, Interrupted, check_options, main, parse_args, train
 
 
 # ---------------------------------------------------------------- bad input: one line, no traceback
@@ -336,8 +338,108 @@ def test_resume_is_exact_after_ctrl_c_between_evaluations_or_a_crash_in_save(tmp
             np.testing.assert_array_equal(resumed[k], full[k], err_msg=f"{run}: {k}")
 
 
+def files_of(folder):
+    """Every file below folder: its bytes."""
+    return {os.path.relpath(os.path.join(d, f), folder): open(os.path.join(d, f), "rb").read()
+            for d, _, files in os.walk(folder) for f in files}
+
+
+def assert_same_run_files(a, b):
+    """Run folders a and b hold the same files: metrics equal, every checkpoint's weights,
+    optimizer and random state equal bit for bit, configs equal but for the schedule length
+    that --resume writes into a resumed run's config."""
+    assert sorted(files_of(a)) == sorted(files_of(b))
+    for name in files_of(a):
+        if name.endswith(".pt"):
+            x, y = (load_checkpoint(str(folder / name)) for folder in (a, b))
+            for ck in (x, y):
+                ck["config"].pop("schedule_steps")
+            assert x.pop("config") == y.pop("config")
+            torch.testing.assert_close(x, y, rtol=0, atol=0)
+        elif name == "metrics.npz":
+            np.testing.assert_equal(dict(np.load(a / name)), dict(np.load(b / name)))
+
+
+def test_auto_resume_starts_resumes_as_uninterrupted_and_leaves_a_finished_run(tmp_path,
+                                                                               monkeypatch):
+    cfg = lambda: small_cfg(steps=30)
+    full = train_alone(cfg(), str(tmp_path / "full"), log=quiet)
+    hyper = train_module.set_hyper
+    monkeypatch.setattr(train_module, "set_hyper", lambda opt, n, c, step, *a: (
+        step == 17 and os.kill(os.getpid(), signal.SIGTERM), hyper(opt, n, c, step, *a))[1])
+    with pytest.raises(Interrupted, match="SIGTERM at step 18"):  # a requeue's SIGTERM
+        train_alone(cfg(), str(tmp_path / "r"), resume=AUTO, log=quiet)  # nothing there: starts
+    monkeypatch.setattr(train_module, "set_hyper", hyper)
+    resumed = train_alone(cfg(), str(tmp_path / "r"), resume=AUTO, log=quiet)  # goes on
+    np.testing.assert_equal(resumed, full)
+    assert_same_run_files(tmp_path / "r", tmp_path / "full")
+    lines, before = [], files_of(tmp_path / "r")
+    again = train_alone(cfg(), str(tmp_path / "r"), resume=AUTO, log=lines.append)
+    np.testing.assert_equal(again, full)
+    assert lines == [f"{tmp_path / 'r'}: finished at step 30; nothing to do"]
+    assert files_of(tmp_path / "r") == before  # not even rewritten
+    with pytest.raises(Stop, match="different config \\(lr\\)"):  # another run by that name
+        train_alone(small_cfg(steps=30, lr=3e-3), str(tmp_path / "r"), resume=AUTO, log=quiet)
+    longer = train_alone(small_cfg(steps=40), str(tmp_path / "r"), resume=AUTO, log=quiet)
+    assert longer["step"][-1] == 40  # a larger --steps goes on
+
+
+def test_auto_resume_takes_batched_runs_all_or_none(tmp_path):
+    cfgs = [small_cfg(steps=20, seed=s) for s in (0, 1)]
+    dirs = [str(tmp_path / f"s{s}") for s in (0, 1)]
+    train_alone(cfgs[0], dirs[0], log=quiet)
+    with pytest.raises(Stop, match="1 of these 2 runs hold a run .*s0.* and 1 do not .*s1"):
+        train(cfgs, dirs, resume=AUTO, log=quiet)
+    assert not os.path.exists(dirs[1])
+    both = train(cfgs, [str(tmp_path / f"b{s}") for s in (0, 1)], resume=AUTO, log=quiet)
+    lines = []
+    again = train(cfgs, [str(tmp_path / f"b{s}") for s in (0, 1)], resume=AUTO, log=lines.append)
+    np.testing.assert_equal(again, both)
+    assert len(lines) == 2 and "nothing to do" in lines[1]
+
+
+@pytest.mark.parametrize("left", [("config.json",), ("config.json", "metrics.npz", "ckpt")])
+@pytest.mark.parametrize("resume", [False, AUTO])
+def test_a_run_stopped_before_its_first_save_starts_again(left, resume, tmp_path):
+    cfg = small_cfg(steps=20)
+    full = train_alone(cfg, str(tmp_path / "full"), log=quiet)
+    # what Ctrl-C after config.json, NaN at step 0 or kill -9 in the step-0 save leaves: at
+    # most step 0's files, no resume.pt
+    dead = tmp_path / "dead"
+    os.makedirs(dead / "ckpt")
+    for name in left:
+        if name == "metrics.npz":
+            np.savez(dead / name, **{k: v[:1] for k, v in
+                                     np.load(tmp_path / "full" / name).items()})
+        elif name == "ckpt":
+            shutil.copy(tmp_path / "full" / "ckpt" / "step_000000.pt", dead / "ckpt")
+        else:
+            shutil.copy(tmp_path / "full" / name, dead / name)
+    assert runfiles.run_state(str(tmp_path / "dead")) == "new"
+    with pytest.raises(Stop, match="stopped before its first save; run the same command "
+                                   "without --resume"):
+        train_alone(cfg, str(tmp_path / "dead"), resume=True, log=quiet)
+    np.testing.assert_equal(train_alone(cfg, str(tmp_path / "dead"), resume=resume, log=quiet),
+                            full)
+
+
+def test_a_name_made_from_long_flags_is_shortened_unique_and_the_same_each_time(tmp_path):
+    long = ["--preset", "nanda", "--grokfast", "ema", "--gf-alpha", "0.98", "--gf-lamb", "5.0",
+            "--lr", "0.001", "--wd", "0.005", "--betas", "0.9", "0.98", "--warmup", "10",
+            "--frac", "0.3", "--d-model", "128", "--d-mlp", "512", "--n-heads", "4", "--eval-every",
+            "10", "--ckpt-every", "100", "--loss-dtype", "float64", "--dtype", "float32",
+            "--ln-eps", "1e-05", "--gf-window", "100", "--out", str(tmp_path)]
+    names = [os.path.basename(parse_args(long + ["--seed", s])[1][0]) for s in ("0", "1")]
+    assert names[0] != names[1] and all(len(n.encode()) <= runfiles.MAX_NAME for n in names)
+    assert names[0].startswith("nanda_ln-off_frac-0.3_d-model-128_") and names[1].endswith("_s1")
+    assert re.fullmatch(r".{150,}_[0-9a-f]{10}_s0", names[0])  # shortened: a digest of the whole
+    assert os.path.basename(parse_args(long + ["--seed", "0"])[1][0]) == names[0]
+    other = long[:-2] + ["--frac", "0.4", "--out", str(tmp_path), "--seed", "0"]
+    assert os.path.basename(parse_args(other)[1][0]) != names[0]
+
+
 def test_stop_after_grok_holds_after_a_resume(tmp_path, monkeypatch):
-    monkeypatch.setattr(train_module, "first_below", lambda steps, v: 0 if steps else None)
+    monkeypatch.setattr(train_module, "first_below", lambda steps, v: 0 if len(steps) else None)
     full = train_alone(small_cfg(steps=60), str(tmp_path / "full"), stop_after_grok=13, log=quiet)
     train_alone(small_cfg(steps=12), str(tmp_path / "r"), log=quiet)
     resumed = train_alone(small_cfg(steps=60), str(tmp_path / "r"), resume=True,

@@ -5,6 +5,7 @@ Full-batch training on modular arithmetic, writing checkpoints and a .npz of met
     python train.py --preset nanda               # Nanda et al.'s mainline (ReLU, causal, 40k steps)
     python train.py --preset alquabeh --embed onehot   # embedding-MLP without embeddings
     python train.py --ln pre --seed 0 --steps 20000 --resume   # continue a run
+    python train.py --ln pre --seed 0 --auto-resume   # safe to repeat: resume, start or do nothing
     python train.py --ln pre mlp-pre --seed 456 789 111 222 333   # 10 runs batched in one process
     python train.py --ln pre --no-fast           # train on model.py's forward (after editing it)
 
@@ -12,12 +13,23 @@ Writes runs/<name>/{config.json, metrics.npz, resume.pt, ckpt/step_XXXXXX.pt}.
 """
 import argparse
 import functools
+import hashlib
 import itertools
+import json
 import os
 import shlex
 import signal
 import sys
 import time
+
+
+def interrupted_at_start(*_):
+    print("interrupted before training began: nothing saved", file=sys.stderr)
+    sys.exit(128 + signal.SIGINT)
+
+
+if __name__ == "__main__":  # a Ctrl-C while torch loads (seconds) is one line too
+    signal.signal(signal.SIGINT, interrupted_at_start)
 from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
@@ -30,9 +42,9 @@ from fast import (GraphedStep, adamw_step, build_runs, cpu_settings, load_runs, 
                   run_states)
 from model import build_model
 from optim import emb_lr_ratio, make_optimizer, set_hyper
-from runfiles import (GROK, KEYS, ArgumentParser, Stop, check_name, first_below, load_checkpoint,
-                      load_metrics, lock_run, printable, run_files, save_atomic, save_metrics,
-                      unlock_run)
+from runfiles import (GROK, KEYS, MAX_NAME, ArgumentParser, Stop, check_name, first_below,
+                      load_checkpoint, load_metrics, lock_run, message, printable, run_files,
+                      run_state, save_atomic, save_metrics, unlock_run)
 
 # the options that take several values on the command line: every combination is a run, and
 # the runs are trained together
@@ -41,6 +53,7 @@ SWEPT_OPTIONS = ("ln", "seed", "lr", "wd", "alpha")
 # swept ones, and more that a caller of train() may vary
 PER_RUN_OPTIONS = ("ln", "seed", "data_seed", "op", "split", "hole", "lr", "wd", "fix_wd",
                    "alpha", "alpha_lr", "emb_lr_ratio", "sampling")
+AUTO = "auto"  # train(resume=AUTO), --auto-resume: resume, start or leave finished runs alone
 
 
 def loss_fn(logits, y, dtype="float64", kind="ce"):
@@ -94,12 +107,22 @@ def parse_args(argv=None):
     ap.add_argument("--name", help="run name (default: built from the options given)")
     ap.add_argument("--resume", action="store_true",
                     help="continue runs/<name>; may extend --steps")
+    ap.add_argument("--auto-resume", action="store_true",
+                    help="safe to repeat (a Slurm requeue, a sweep run again): continue runs "
+                         "that have a resume.pt, start those that have none, leave finished "
+                         "ones as they are")
     ap.add_argument("--stop-after-grok", type=int, metavar="N",
                     help="stop N steps after test loss <= 0.01")
     ap.add_argument("--fast", default=True, action=argparse.BooleanOptionalAction,
                     help="train on fast.py's forward, checked against model.py at start; "
                          "--no-fast: on model.py's own forward")
     args = ap.parse_args(argv)
+    if args.resume and args.auto_resume:
+        raise Stop("--resume and --auto-resume: give one")
+    if args.auto_resume:
+        args.resume = AUTO
+    if args.out == "":
+        raise Stop("--out '' names no folder; give one (default runs)")
     given = {f.name: getattr(args, f.name) for f in fields(Config)
              if getattr(args, f.name) is not None}
     swept = {k: given[k] for k in SWEPT_OPTIONS if k in given}
@@ -122,10 +145,28 @@ def parse_args(argv=None):
         args.out.encode("utf-8")
     except UnicodeEncodeError:
         raise Stop(f"--out {printable(args.out)} is not UTF-8") from None
-    names = [args.name or run_name(cfg, args.preset, given) for cfg in cfgs]
+    check_not_in_a_run(args.out)
+    if args.name is not None:
+        names = [args.name] * len(cfgs)
+    else:
+        names = [run_name(cfg, args.preset, given) for cfg in cfgs]
     for n in names:
-        check_name(n, "--name" if args.name else "the run name (set one with --name)")
+        check_name(n, "--name" if args.name is not None else "the run name (set one with --name)")
     return cfgs, [os.path.join(args.out, n) for n in names], args
+
+
+def check_not_in_a_run(out):
+    """--out is a folder of runs, never a run's folder or one inside it (--out runs/r --name
+    ckpt would write a run into r's checkpoints)."""
+    folder = os.path.abspath(out)
+    while True:
+        if any(os.path.isfile(os.path.join(folder, f)) for f in ("metrics.npz", "resume.pt")):
+            raise Stop(f"--out {printable(out)} is inside the run {printable(folder)}: give "
+                       "the folder that holds the runs")
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return
+        folder = parent
 
 
 def run_name(cfg, preset, given):
@@ -140,7 +181,14 @@ def run_name(cfg, preset, given):
         if isinstance(value, tuple):  # --betas 0.9 0.98: betas-0.9-0.98
             value = "-".join(map(str, value))
         parts.append(f"{flag(k)}-{value}")
-    return "_".join(parts + [f"s{cfg.seed}"])
+    name = "_".join(parts + [f"s{cfg.seed}"])
+    if len(name.encode("utf-8")) <= MAX_NAME:
+        return name
+    # too long for a folder name: the start, readable, and a digest of the whole, unique
+    digest = hashlib.sha1(name.encode("utf-8")).hexdigest()[:10]
+    tail = f"_{digest}_s{cfg.seed}"
+    head = name.encode("utf-8")[:MAX_NAME - len(tail)].decode("utf-8", "ignore").rstrip("_-.")
+    return head + tail
 
 
 def check_options(cfgs, run_dirs, device, resume):
@@ -171,9 +219,6 @@ def check_options(cfgs, run_dirs, device, resume):
                    f"({n_train} pairs)")
     if len(set(run_dirs)) < len(run_dirs):
         raise Stop("--name names one run; several runs get names of their own")
-    for run_dir in run_dirs:
-        if not resume and run_files(run_dir):
-            raise Stop(holds_a_run(run_dir))
     if device == "auto":
         return "cuda" if torch.cuda.is_available() else "cpu"
     if device == "mps":  # Apple's GPUs have no float64, which the loss and optimizer use
@@ -185,9 +230,95 @@ def check_options(cfgs, run_dirs, device, resume):
     return device
 
 
+def plan_runs(cfgs, run_dirs, resume, stop_after_grok):
+    """How the runs go, from what their folders hold (runfiles.run_state) and resume (False,
+    True: --resume, AUTO: --auto-resume): "start", "resume", or "done" (trained as far as
+    this command asks: nothing to do). Runs trained together go one way, all of them, or
+    Stop."""
+    states = [run_state(run_dir) for run_dir in run_dirs]
+    new = [run_dir for run_dir, state in zip(run_dirs, states) if state == "new"]
+    if resume == AUTO and 0 < len(new) < len(run_dirs):
+        held = next(d for d in run_dirs if d not in new)
+        raise Stop(f"{len(run_dirs) - len(new)} of these {len(run_dirs)} runs hold a run "
+                   f"({held}) and {len(new)} do not ({new[0]}): run them apart, or remove one "
+                   "kind")
+    for run_dir, state in zip(run_dirs, states):
+        if state != "new" and not resume:
+            raise Stop(holds_a_run(run_dir))
+        if state == "new" and resume is True:
+            raise Stop(nothing_to_resume(run_dir))
+    if new:
+        return "start"
+    if finished(cfgs, run_dirs, stop_after_grok):
+        return "done"
+    for run_dir, state in zip(run_dirs, states):
+        if state == "copy":
+            raise Stop(f"{run_dir} holds a run with no resume.pt to go on from (a copy, or "
+                       "unpacked?): pick another --name or --out")
+    return "resume"
+
+
 def holds_a_run(run_dir):
-    return (f"{run_dir} holds a run ({', '.join(run_files(run_dir))}): add --resume to continue "
-            "it, or pick another --name or --out")
+    return (f"{run_dir} holds a run ({', '.join(run_files(run_dir))}): add --resume (or "
+            "--auto-resume) to continue it, or pick another --name or --out")
+
+
+def nothing_to_resume(run_dir):
+    why = f"missing checkpoint {run_dir}/resume.pt"
+    if run_files(run_dir):
+        why += ": the run stopped before its first save"
+    return why + "; run the same command without --resume (or with --auto-resume) to start it"
+
+
+def finished(cfgs, run_dirs, stop_after_grok):
+    """Whether the runs have trained to the step this command would stop at (last_step):
+    resume.pt, where there is one, and each metrics.npz end there. A run trained with other
+    options is refused, as by --resume."""
+    saved = []  # each run's (saved config, resume.pt's step or None)
+    for run_dir in run_dirs:
+        path = os.path.join(run_dir, "resume.pt")
+        if os.path.lexists(path):
+            ck = load_checkpoint(path)
+            saved.append((ck["config"], ck["step"]))
+        else:
+            saved.append((read_config(os.path.join(run_dir, "config.json")), None))
+    metrics = [load_metrics(os.path.join(run_dir, "metrics.npz")) for run_dir in run_dirs]
+    end = last_step(cfgs[0].steps, stop_after_grok, metrics)
+    if any(len(m["step"]) == 0 or m["step"][-1] != end for m in metrics):
+        return False
+    if any(step not in (None, end) for _, step in saved):
+        return False
+    for cfg, run_dir, (config, _) in zip(cfgs, run_dirs, saved):
+        check_same_run(config, cfg, run_dir)
+    return True
+
+
+def read_config(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError) as e:
+        raise Stop(f"cannot read {printable(path)} ({message(e)})") from None
+
+
+def check_same_run(saved, cfg, run_dir):
+    """Refuse cfg for run_dir if its saved config (a dict) differs but in --steps, which a
+    resume may extend. Returns cfg, with the schedule length of the saved run when cfg has
+    none: a schedule spans the run's first --steps, however far --resume extends them."""
+    try:
+        old = Config.from_dict(saved)
+    except (TypeError, ValueError) as e:
+        raise Stop(f"--resume: {run_dir}: {e}") from None
+    if old.schedule_steps is None:
+        old.schedule_steps = old.steps
+    if cfg.schedule_steps is None:
+        cfg = replace(cfg, schedule_steps=old.schedule_steps)
+    diff = [f.name for f in fields(Config)
+            if f.name != "steps" and getattr(old, f.name) != getattr(cfg, f.name)]
+    if diff:
+        raise Stop(f"--resume: {run_dir} was trained with a different config "
+                   f"({', '.join(diff)})")
+    return cfg
 
 
 def too_big(e, what, instead):
@@ -204,18 +335,12 @@ def claim_folders(run_dirs, resume):
     locks = []
     try:
         for run_dir in run_dirs:
-            if resume and not os.path.exists(os.path.join(run_dir, "resume.pt")):
-                why = f"missing checkpoint {run_dir}/resume.pt"
-                if os.path.isdir(run_dir):
-                    why += (f": the run stopped before its first save; remove {run_dir} and "
-                            "start again")
-                raise Stop(why)
             try:
                 os.makedirs(run_dir, exist_ok=True)
             except OSError as e:
                 raise Stop(f"cannot create {printable(run_dir)}: {e.strerror}") from None
             locks.append((run_dir, lock_run(run_dir)))
-            if not resume and run_files(run_dir):
+            if not resume and run_state(run_dir) != "new":
                 raise Stop(holds_a_run(run_dir))
     except BaseException:
         release_folders(locks)
@@ -236,22 +361,8 @@ def resume_runs(cfgs, run_dirs, model, opt):
         if not isinstance(ck.get("optim"), dict):
             raise Stop(f"--resume: {run_dir}/resume.pt has no optimizer state (a ckpt/ file "
                        "copied over it?): start again")
-        try:
-            old = Config.from_dict(ck["config"])
-        except (TypeError, ValueError) as e:
-            raise Stop(f"--resume: {run_dir}/resume.pt: {e}") from None
-        # a schedule spans the run's first --steps, however far --resume extends them: the
-        # resumed run's config (a copy: the caller's is left as it is) keeps that length
-        if old.schedule_steps is None:
-            old.schedule_steps = old.steps
-        if cfg.schedule_steps is None:
-            cfg = replace(cfg, schedule_steps=old.schedule_steps)
-            cfgs[i] = cfg
-        diff = [f.name for f in fields(Config)
-                if f.name != "steps" and getattr(old, f.name) != getattr(cfg, f.name)]
-        if diff:
-            raise Stop(f"--resume: {run_dir} was trained with a different config "
-                       f"({', '.join(diff)})")
+        # the resumed run's config is a copy: the caller's is left as it is
+        cfgs[i] = check_same_run(ck["config"], cfg, run_dir)
     if len({ck["step"] for ck in cks}) > 1:
         raise Stop("--resume: the runs stopped at different steps; resume them one at a time")
     try:
@@ -312,6 +423,17 @@ class CaughtSignals:
             signal.signal(s, handler)
 
 
+def last_step(steps, stop_after_grok, metrics):
+    """The step training stops at: --steps, or stop_after_grok steps past the step when the
+    last run to generalize did (test loss <= GROK) in its metrics so far."""
+    if stop_after_grok is None:
+        return steps
+    grok_steps = [first_below(m["step"], m["test_loss"]) for m in metrics]
+    if None in grok_steps:
+        return steps
+    return min(steps, max(grok_steps) + stop_after_grok)
+
+
 @dataclass
 class Runs:
     """What the loop keeps of its runs besides weights and optimizer state: each run's config,
@@ -329,15 +451,7 @@ class Runs:
         self.end = self.last_step()
 
     def last_step(self):
-        """--steps, or stop_after_grok steps past the step when the last run to generalize
-        did (test loss <= GROK)."""
-        steps = self.cfgs[0].steps
-        if self.stop_after_grok is None:
-            return steps
-        grok_steps = [first_below(m["step"], m["test_loss"]) for m in self.metrics]
-        if None in grok_steps:
-            return steps
-        return min(steps, max(grok_steps) + self.stop_after_grok)
+        return last_step(self.cfgs[0].steps, self.stop_after_grok, self.metrics)
 
     def record(self, step, **columns):
         """Append one row per run: columns are KEYS but step and update_norm, each a value per
@@ -416,6 +530,13 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
     if stop_after_grok is not None and stop_after_grok < 0:
         raise Stop(f"--stop-after-grok {stop_after_grok} must be non-negative")
     device = check_options(cfgs, run_dirs, device, resume)
+    mode = plan_runs(cfgs, run_dirs, resume, stop_after_grok)
+    if mode == "done":
+        metrics = [load_metrics(os.path.join(run_dir, "metrics.npz")) for run_dir in run_dirs]
+        for run_dir, m in zip(run_dirs, metrics):
+            log(f"{run_dir}: finished at step {m['step'][-1]}; nothing to do")
+        return [{k: m[k].tolist() for k in m} for m in metrics]
+    resume = mode == "resume"
     shared = cfgs[0]  # the options every run has (all but PER_RUN_OPTIONS)
     datasets = [make_data(cfg) for cfg in cfgs]
     # each part of the runs' data stacked on a run axis: (R, N, 3) inputs, (R, N) labels
@@ -592,6 +713,7 @@ def make_folders(cfgs, run_dirs):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # now a KeyboardInterrupt below
     try:
         cfgs, run_dirs, args = parse_args(argv)
         train(cfgs, run_dirs, args.device, args.resume, args.stop_after_grok, args.fast)
@@ -599,14 +721,13 @@ def main(argv=None):
         sys.exit(f"error: {e}")
     except Interrupted as e:  # non-zero, as a shell expects: a sweep stops here
         again = ["python", "train.py", *argv]
-        if not args.resume:
+        if args.resume is False:
             again.append("--resume")
         print(f"{e}: saved; continue with: {' '.join(map(shlex.quote, again))}",
               file=sys.stderr)
         sys.exit(128 + e.signum)
     except KeyboardInterrupt:  # before training began
-        print("interrupted before training began: nothing saved", file=sys.stderr)
-        sys.exit(128 + signal.SIGINT)
+        interrupted_at_start()
 
 
 if __name__ == "__main__":
