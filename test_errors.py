@@ -230,15 +230,19 @@ def experiment(tmp_path, jobs):
     script = tmp_path / "experiments" / "jobs_test.sh"
     script.write_text('source "$(dirname "$0")/jobs.sh"\nOUT=runs\njobs() { '
                       + "; ".join(f'echo "{j}"' for j in jobs) + '; }\nrun_jobs "$@"\n')
-    return lambda *args: subprocess.run(["bash", str(script), *args], capture_output=True,
-                                        text=True, timeout=60)
+    def bash(*args, env=None):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")} | (env or {})
+        return subprocess.run(["bash", str(script), *args], capture_output=True, text=True,
+                              timeout=60, env=env)
+    return bash
 
 
 def test_jobs_sh_runs_job_n_only_for_n_in_range(tmp_path):
     bash = experiment(tmp_path, [f"touch ran{i}" for i in (1, 2, 3)])
     assert bash("2").returncode == 0
     assert sorted(os.listdir(tmp_path)) == ["experiments", "ran2"]
-    for bad in ("0", "-1", "4", "1.5", "x", "OPTERR[$(touch PWNED)]+999", "2 ", "010000000000"):
+    for bad in ("0", "-1", "4", "1.5", "x", "OPTERR[$(touch PWNED)]+999", "2 ", "010000000000",
+                "", "00"):
         r = bash(bad)
         assert r.returncode != 0 and r.stderr.startswith("error: ") and \
             r.stderr.count("\n") == 1, (bad, r.stderr)
@@ -254,3 +258,41 @@ def test_jobs_sh_stops_the_sweep_at_an_interrupted_job_and_goes_on_past_a_failed
     r = bash(*mode)
     assert r.returncode != 0 and "analyze.py" not in r.stderr  # the last command never ran
     assert sorted(os.listdir(tmp_path)) == ["experiments", "interrupted.sh", "ran1", "ran2"]
+
+
+def test_jobs_sh_refuses_loose_arguments_in_one_line_before_any_job(tmp_path):
+    bash = experiment(tmp_path, ["touch ran1", "touch ran2"])
+    for args in (["1", "2"], ["--list", "x"], ["-j"], ["-j", "0"], ["-j", "x"], ["-j", "1", "2"],
+                 ["all", "more"]):
+        r = bash(*args)
+        assert r.returncode == 2 and r.stderr.startswith("error: ") and \
+            r.stderr.count("\n") == 1, (args, r.stderr)
+    # an array task given no job (a misspelt $SLURM_ARRAY_TASK_ID) runs no sweep
+    r = bash(env=dict(SLURM_ARRAY_TASK_ID="1", SLURM_ARRAY_TASK_MIN="1", SLURM_ARRAY_TASK_MAX="2"))
+    assert r.returncode == 2 and "give the job" in r.stderr
+    assert sorted(os.listdir(tmp_path)) == ["experiments"]
+    assert bash("--count").stdout == "2\n"
+
+
+@pytest.mark.parametrize("first", [0, 1])
+def test_jobs_sh_array_runs_every_job_whether_0_or_1_based_or_refuses_all(first, tmp_path):
+    bash = experiment(tmp_path, [f"touch ran{i}" for i in (1, 2, 3)])
+    task = lambda i, last: bash(str(i), env=dict(SLURM_ARRAY_TASK_ID=str(i),
+                                                  SLURM_ARRAY_TASK_MIN=str(first),
+                                                  SLURM_ARRAY_TASK_MAX=str(last)))
+    for i in range(first, first + 4):  # one task too many: every task refuses
+        r = task(i, first + 3)
+        assert r.returncode == 2 and "submit --array=1-3 (or 0-2)" in r.stderr, r.stderr
+    assert sorted(os.listdir(tmp_path)) == ["experiments"]
+    for i in range(first, first + 3):
+        assert task(i, first + 2).returncode == 0
+    assert sorted(os.listdir(tmp_path)) == ["experiments", "ran1", "ran2", "ran3"]
+
+
+def test_jobs_sh_job_n_is_repeat_safe_and_takes_the_shells_place(tmp_path):
+    bash = experiment(tmp_path, ["python train.py --seed 0 --out runs", "sh -c 'echo $$ > pid'"])
+    assert bash("--list").stdout.splitlines()[0] == \
+        "python train.py --seed 0 --out runs --auto-resume"
+    proc = subprocess.Popen(["bash", str(tmp_path / "experiments" / "jobs_test.sh"), "2"])
+    assert proc.wait(timeout=60) == 0
+    assert (tmp_path / "pid").read_text() == f"{proc.pid}\n"  # exec: signals reach the job
