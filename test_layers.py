@@ -21,7 +21,8 @@ LAYERS = [
                                             # the speed layer, the measures
     ("summary",),                           # the summary table of analysed runs
     ("train", "analyze"),                   # training and analysis: neither imports the other
-    ("bench",),                             # the step benchmark: train.py's step
+    ("bench", "tl_export"),                 # the step benchmark: train.py's step; the
+                                            # TransformerLens export of a checkpoint
     ("experiments",),  # experiments/*.py: they import one another (claims collects the tables)
     ("conftest",),     # the tests' shared helpers
     ("tests",),        # test_*.py: one test file never imports another (helpers: conftest)
