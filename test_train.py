@@ -423,6 +423,19 @@ def test_a_run_stopped_before_its_first_save_starts_again(left, resume, tmp_path
                             full)
 
 
+@pytest.mark.parametrize("after", [0.3, 1.5])  # while torch loads; while the run is set up
+def test_ctrl_c_before_training_is_one_line(after, tmp_path):
+    proc = subprocess.Popen([sys.executable, "train.py", "--p", "113", "--out", str(tmp_path)],
+                            cwd=HERE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(after)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130 and err.count("\n") == 1, err
+    # the loop may have begun on a fast machine: then it saved, as Ctrl-C's other test checks
+    assert err.startswith(("interrupted before training began: nothing saved",
+                           "interrupted by SIGINT at step")), err
+
+
 def test_a_name_made_from_long_flags_is_shortened_unique_and_the_same_each_time(tmp_path):
     long = ["--preset", "nanda", "--grokfast", "ema", "--gf-alpha", "0.98", "--gf-lamb", "5.0",
             "--lr", "0.001", "--wd", "0.005", "--betas", "0.9", "0.98", "--warmup", "10",
