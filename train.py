@@ -546,7 +546,7 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
     y_te = torch.stack([y for _, _, _, y in datasets]).to(device)
     try:
         models = [build_model(cfg).to(device) for cfg in cfgs]
-        model, forward, unread = build_runs(models, fast, probe=(x_tr[0, :64], y_tr[0, :64]))
+        model, forward, unread = build_runs(models, fast, (x_tr[0, :64], y_tr[0, :64]), log)
     except (MemoryError, RuntimeError) as e:
         raise too_big(e, "the model", "a smaller --d-model, --d-mlp or --p")
     names, params = zip(*named_params(model))

@@ -4,8 +4,9 @@
 # same script again), and every run checked against the same run trained without Slurm: the
 # same metrics, the same checkpoints, the same weights bit for bit. The daemons it started are
 # stopped by their PIDs, whatever happens. .ci/run runs it; its time is in BENCHMARKS.md.
-#   bash experiments/slurm_check.sh
+#   bash .ci/slurm_check.sh
 set -euo pipefail
+(( $# == 0 )) || { echo "error: slurm_check.sh takes no argument" >&2; exit 2; }
 repo=$(cd "$(dirname "$0")/.." && pwd)
 fail() { echo "error: slurm check: $*" >&2; exit 1; }
 if ! command -v slurmctld >/dev/null || ! command -v munged >/dev/null; then
