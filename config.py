@@ -33,6 +33,11 @@ MINIMUMS = dict(p=2, n_layers=1, d_model=1, n_heads=1, d_mlp=1, steps=1, eval_ev
                 b_offset=0)
 
 
+# the sections of Config's fields, each named at its first field (train.py --help's groups)
+SECTIONS = dict(p="task", model="model", lr="optimization",
+                steps="steps and precision")
+
+
 def option(default, help):
     """A Config field with its --help text beside it."""
     return field(default=default, metadata=dict(help=help))
@@ -42,33 +47,36 @@ def option(default, help):
 class Config:
     # task
     p: int = option(113, "modulus; the vocabulary is p operands and '='")
-    op: str = option("add", "operation: " + " | ".join(OPS))
+    op: str = option("add", "operation (a2+ab+b2: a^2 + ab + b^2, Gu et al.)")
     frac: float = option(0.3, "fraction of all pairs used for training")
-    split: str = option("random", "random | balanced (every operand equally often) | square | "
-                        "strip (a dug-out region, Gu et al.)")
+    split: str = option("random", "training pairs: random; balanced (every operand equally often); "
+                        "square or strip (a dug-out region, Gu et al.)")
     hole: int = option(0, "size K of the dug-out square {a,b<=K} or strip {a<=K}")
     b_offset: int = option(0, "token of the second operand b is b + this: 0 one vocabulary "
                            "for both operands; p their own ranges (Gu et al.'s strips: 60)")
     seed: int = option(0, "seed of the split and the initial weights")
-    data_seed: Optional[int] = option(None, "split's seed (default --seed); one per --seed")
-    split_rng: str = option("torch", "split drawn by: torch | singh | nanda (their code's shuffle)")
+    data_seed: Optional[int] = option(None, "split's seed (default: --seed); one, or one per --seed")
+    split_rng: str = option("torch", "split drawn as torch, or as Singh's or Nanda's code shuffles")
     # model
-    model: str = option("transformer", "transformer | mlp")
-    embed: str = option("learned", "mlp only: learned | onehot")
+    model: str = option("transformer", "the one-layer transformer, or the embedding-MLP "
+                        "(AlQuabeh et al.)")
+    embed: str = option("learned", "mlp only: learned embeddings, or one-hot operands")
     mlp_eq: bool = option(False, "mlp: the '=' token's embedding is a third input (Gu et al.)")
     bias: bool = option(True, "mlp: biases in its layers (--no-bias: Prieto et al.)")
     n_layers: int = option(1, "transformer blocks; mlp: hidden layers (Gu et al.'s DNN: 2)")
     d_model: int = option(128, "width of the residual stream (mlp: of each embedding)")
     n_heads: int = option(4, "attention heads")
     d_mlp: int = option(512, "MLP width")
-    act: str = option("gelu", "activation: " + " | ".join(ACTS))
+    act: str = option("gelu", "activation")
     causal: bool = option(False, "causal attention mask")
     dropout: float = option(0.0, "transformer: dropout on the MLP neurons (Nanda et al.)")
-    ln: str = option("pre", "LayerNorm placement: " + " | ".join(LN_PLACEMENTS))
-    norm: str = option("layernorm", "layernorm | rmsnorm")
+    ln: str = option("pre", "LayerNorm placement, by Singh et al.'s names: " + ", ".join(
+        f"{k} ({place.paper or 'not in the paper'})" for k, place in LN_PLACEMENTS.items()))
+    norm: str = option("layernorm", "the norm of --ln")
     ln_eps: float = option(0.0, "norm epsilon (Singh et al.: 0)")
     alpha: float = option(1.0, "readout scale: logits = alpha * h @ W_U")
-    init: str = option("singh", "singh | kaiming | nanda | gu | torch (the modules' own)")
+    init: str = option("singh", "initial weights: as each paper's code (kaiming: Singh et al.'s "
+                       "appendix; torch: the modules' own)")
     eq_class: bool = option(True, "transformer: a class for '=' (p+1-way); --no-eq-class: p (Gu)")
     # optimization (AdamW)
     lr: float = option(1e-3, "AdamW learning rate")
@@ -79,21 +87,22 @@ class Config:
     fix_wd: bool = option(False, "wd *= 1e-3 / lr, so lr * wd stays as at lr 1e-3 (Singh et al.)")
     alpha_lr: bool = option(False, "lr /= alpha^2")
     emb_lr_ratio: str = option("1", "embedding lr / lr: a number, or 'auto' (AlQuabeh et al.)")
-    optimizer: str = option("adamw", "adamw | adam (coupled L2) | muon (for hidden matrices)")
-    grokfast: str = option("none", "gradient filter of Lee et al.: none | ema | ma")
+    optimizer: str = option("adamw", "adam: coupled L2; muon: for the hidden matrices")
+    grokfast: str = option("none", "gradient filter of Lee et al. (Grokfast)")
     gf_alpha: float = option(0.98, "grokfast ema: decay of the average")
     gf_window: int = option(100, "grokfast ma: gradients averaged")
     gf_lamb: float = option(2.0, "grokfast: grad + lamb * filtered grad")
     orthograd: bool = option(False, "Prieto et al.'s ⊥Grad: no gradient along the weights")
-    loss: str = option("ce", "ce (softmax cross-entropy) | stablemax (Prieto et al.)")
+    loss: str = option("ce", "softmax cross-entropy, or Prieto et al.'s StableMax")
     l1: float = option(0.0, "L1 penalty: + l1 * sum |theta| to the loss stepped on (Nanda et al.)")
+    # steps and precision
     steps: int = option(10000, "optimizer steps")
-    schedule_steps: Optional[int] = option(None, "steps an lr schedule spans (default --steps; "
+    schedule_steps: Optional[int] = option(None, "steps an lr schedule spans (default: --steps; "
                                            "--resume keeps a run's first --steps)")
-    batch_size: Optional[int] = option(None, "examples per step (default: all); data.Batches")
-    sampling: str = option("random", "mini-batch order: random | balanced (tokens evenly)")
-    dtype: str = option("float32", "float32 | float64")
-    loss_dtype: str = option("float64", "loss dtype: float64 | float32 (Nanda: spikes) | float16")
+    batch_size: Optional[int] = option(None, "examples per step (default: all, full batch)")
+    sampling: str = option("random", "mini-batch order (balanced: tokens evenly)")
+    dtype: str = option("float32", "parameters' dtype")
+    loss_dtype: str = option("float64", "loss dtype (float32: Nanda et al.'s slingshots)")
     eval_every: int = option(10, "steps between metric rows")
     ckpt_every: int = option(100, "steps between checkpoints")
 

@@ -28,17 +28,18 @@ class LN(NamedTuple):
     v: bool             # normalise the value input of attention
     mlp: bool           # normalise the MLP input
     post: bool = False  # instead: normalise the residual stream after each sublayer
+    paper: str = ""     # its name in Singh et al. (train.py --help shows it)
 
 
 # Where LayerNorm sits. The one place to add a placement: a new row here (fast.py reads it too).
 LN_PLACEMENTS = {
-    "off":         LN(False, False, False),  # No LN
-    "attn-pre":    LN(True,  True,  False),  # A*
-    "pre":         LN(True,  True,  True),   # M+A*
-    "mlp-pre":     LN(False, False, True),   # M
-    "attn-pre-qk": LN(True,  False, False),  # A^qk
-    "attn-pre-v":  LN(False, True,  False),  # A^v
-    "pre-v":       LN(False, True,  True),   # M+A^v
+    "off":         LN(False, False, False, paper="No LN"),
+    "attn-pre":    LN(True,  True,  False, paper="A*"),
+    "pre":         LN(True,  True,  True,  paper="M+A*"),
+    "mlp-pre":     LN(False, False, True,  paper="M"),
+    "attn-pre-qk": LN(True,  False, False, paper="A^qk"),
+    "attn-pre-v":  LN(False, True,  False, paper="A^v"),
+    "pre-v":       LN(False, True,  True,  paper="M+A^v"),
     "post":        LN(False, False, False, post=True),  # not in the paper
 }
 ACTS = {"gelu": F.gelu, "relu": F.relu}

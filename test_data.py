@@ -202,8 +202,8 @@ def test_token_frequency_is_the_fraction_of_steps_a_token_is_seen():
     (["--batch-size", "0"], "--batch-size 0 must be at least 1"),
     (["--batch-size", "300"], "larger than the training set (264 pairs)"),
     (["--sampling", "balanced"], "needs --batch-size"),
-    (["--sampling", "even", "--batch-size", "8"], "unknown --sampling"),
-    (["--loss-dtype", "bfloat16"], "unknown --loss-dtype"),
+    (["--sampling", "even", "--batch-size", "8"], "argument --sampling: invalid choice: 'even'"),
+    (["--loss-dtype", "bfloat16"], "argument --loss-dtype: invalid choice: 'bfloat16'"),
     (["--b-offset", "-1"], "--b-offset -1 must be at least 0"),
 ])
 def test_bad_batch_and_vocabulary_options(argv, msg, tmp_path):

@@ -126,14 +126,14 @@ def test_collapse_and_zero_loss_shares_by_hand():
 
 
 @pytest.mark.parametrize("argv,msg", [
-    (["--grokfast", "fast"], "unknown --grokfast"),
+    (["--grokfast", "fast"], "argument --grokfast: invalid choice: 'fast'"),
     (["--gf-alpha", "1.5"], "--gf-alpha 1.5 must be in [0, 1)"),
     (["--gf-window", "0"], "--gf-window 0 must be at least 1"),
-    (["--optimizer", "sgd"], "unknown --optimizer"),
-    (["--loss", "mse"], "unknown --loss"),
+    (["--optimizer", "sgd"], "argument --optimizer: invalid choice: 'sgd'"),
+    (["--loss", "mse"], "argument --loss: invalid choice: 'mse'"),
     (["--l1", "-1"], "--l1 -1.0 must be finite and >= 0"),
     (["--dropout", "1.5"], "--dropout 1.5 must be in [0, 1)"),
-    (["--init", "xavier"], "unknown --init"),
+    (["--init", "xavier"], "argument --init: invalid choice: 'xavier'"),
 ])
 def test_bad_intervention_options(argv, msg, tmp_path):
     with pytest.raises(SystemExit) as e:

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import fields
 
 import numpy as np
 import pytest
@@ -21,7 +22,7 @@ import torch
 import optim
 import runfiles
 import train as train_module
-from config import Config
+from config import PRESETS, Config
 from conftest import BATCHED, HERE, quiet, small_cfg, train_alone
 from data import make_data
 from model import LN_PLACEMENTS, build_model
@@ -33,20 +34,20 @@ from train import AUTO, Interrupted, check_options, main, parse_args, train
 # ---------------------------------------------------------------- bad input: one line, no traceback
 
 @pytest.mark.parametrize("argv,msg", [
-    (["--ln", "sideways"], "unknown --ln"),
+    (["--ln", "sideways"], "argument --ln: invalid choice: 'sideways' (choose from 'off'"),
     (["--frac", "1.5"], "--frac 1.5 must be in (0, 1)"),
     (["--frac", "0"], "must be in (0, 1)"),
     (["--split", "square", "--hole", "200"], "--hole 200"),
     (["--op", "div", "--p", "12"], "needs a prime --p"),
-    (["--op", "pow"], "unknown --op"),
-    (["--act", "tanh"], "unknown --act"),
+    (["--op", "pow"], "argument --op: invalid choice: 'pow'"),
+    (["--act", "tanh"], "argument --act: invalid choice: 'tanh'"),
     (["--emb-lr-ratio", "fast"], "--emb-lr-ratio"),
     (["--hole", "3"], "--hole needs --split"),
     (["--device", "tpu"], "unknown --device"),
-    (["--norm", "bad"], "unknown --norm 'bad'"),
+    (["--norm", "bad"], "argument --norm: invalid choice: 'bad'"),
     (["--eps", "-1"], "--eps -1.0 must be finite and >= 0"),
     (["--eps", "nan"], "--eps nan must be finite"),
-    (["--split-rng", "foo"], "unknown --split-rng 'foo'"),
+    (["--split-rng", "foo"], "argument --split-rng: invalid choice: 'foo'"),
     (["--data-seed", "-1"], "--data-seed -1 must be at least 0"),
     (["--device", "mps"], "no float64"),
     (["--seed", "0", "1", "--data-seed", "3", "4", "5"], "one per --seed (2)"),
@@ -66,11 +67,36 @@ def test_bad_input_is_refused(argv, msg, tmp_path, capsys):
     assert msg in str(e.value) and "\n" not in str(e.value)
 
 
+def help_text(argv, capsys):
+    with pytest.raises(SystemExit) as e:
+        parse_args(argv + ["--help"])
+    assert e.value.code == 0
+    return capsys.readouterr().out
+
+
+def test_help_is_grouped_with_one_default_each_and_each_presets_own(capsys):
+    text = help_text([], capsys)
+    titles = ["task:", "model:", "optimization:", "steps and precision:", "run:", "output:"]
+    starts = [text.index("\n" + t + "\n") for t in titles]
+    assert starts == sorted(starts)
+    entries = re.split(r"\n  (?=--)", text[starts[0]:text.index("\npresets")])
+    for f in fields(Config):  # each option once, in its section, with at most one default
+        entry = next(e for e in entries if re.match(f"--{f.name.replace('_', '-')}[ ,]", e))
+        assert " ".join(entry.split()).count("(default") <= 1, entry
+    assert "mlp-pre (M)" in " ".join(text.split()) and "attn-pre (A*)" in " ".join(text.split())
+    assert "--act {gelu,relu}" in text and "(default gelu)" in text
+    for name in PRESETS:
+        assert re.search(rf"\n  {name} +\S", text), name
+    assert "nanda    --act relu --causal --ln off --init nanda" in text
+    nanda = " ".join(help_text(["--preset", "nanda"], capsys).split())
+    assert "activation (default relu)" in nanda and "optimizer steps (default 40000)" in nanda
+
+
 def test_bad_input_from_the_shell_is_one_line(tmp_path):
     r = subprocess.run([sys.executable, "train.py", "--ln", "sideways", "--out", str(tmp_path)],
                        cwd=HERE, capture_output=True, text=True)
     assert r.returncode != 0 and "Traceback" not in r.stderr
-    assert r.stderr.strip().count("\n") == 0 and "unknown --ln" in r.stderr
+    assert r.stderr.strip().count("\n") == 0 and "argument --ln: invalid choice" in r.stderr
 
 
 def test_resume_refuses_missing_corrupt_and_different(tmp_path):

@@ -1,5 +1,6 @@
 """
-Full-batch training on modular arithmetic, writing checkpoints and a .npz of metrics.
+Training on modular arithmetic (full batch, or mini-batches with --batch-size), writing
+checkpoints and a .npz of metrics.
 
     python train.py --ln pre --seed 0            # Singh et al.'s setup, M+A* placement
     python train.py --preset nanda               # Nanda et al.'s mainline (ReLU, causal, 40k steps)
@@ -36,7 +37,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from config import PRESETS, Config, flag
+from config import CHOICES, PRESETS, SECTIONS, Config, flag
 from data import Batches, make_data, token_frequency
 from fast import (GraphedStep, adamw_step, build_runs, cpu_settings, load_runs, named_params,
                   run_states)
@@ -85,37 +86,54 @@ def accuracy(logits, y):
 
 
 def parse_args(argv=None):
-    ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    defaults = {f.name: f.default for f in fields(Config)}
+    shown = {**defaults, **PRESETS.get(preset_given(argv), {})}  # what --help says is default
+    ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                        usage="python train.py [--preset NAME] [options]", epilog=presets_text())
     ap.add_argument("--preset", default="singh", choices=list(PRESETS),
-                    help="defaults to start from (default singh)")
+                    help="the paper whose defaults the run starts from (below; a flag given "
+                         "wins; --preset NAME --help shows its defaults) (default singh)")
+    group = None
     for f in fields(Config):
-        default = f.default
-        text = f"{f.metadata['help']} (default {default})"
+        if f.name in SECTIONS:
+            group = ap.add_argument_group(SECTIONS[f.name])
+        default = shown[f.name]
+        text = f.metadata["help"]
+        if default is not None:  # a None default says what it means in the text
+            text += f" (default {' '.join(map(str, default)) if f.name == 'betas' else default})"
         if f.name in SWEPT_OPTIONS:
             text += "; several: batched runs"
         kw = dict(default=None, help=text.replace("%", "%%"))
-        if isinstance(default, bool):
-            ap.add_argument("--" + flag(f.name), action=argparse.BooleanOptionalAction, **kw)
-        elif isinstance(default, tuple):
-            ap.add_argument("--" + flag(f.name), type=float, nargs=2, **kw)
+        if f.name in CHOICES:  # --ln, of several values, names its choices in its text
+            choices = "{" + ",".join(CHOICES[f.name]) + "}"
+            several = f.name in SWEPT_OPTIONS
+            kw.update(choices=CHOICES[f.name], metavar=flag(f.name).upper() if several else choices)
+        if isinstance(defaults[f.name], bool):
+            group.add_argument("--" + flag(f.name), action=argparse.BooleanOptionalAction, **kw)
+        elif isinstance(defaults[f.name], tuple):
+            group.add_argument("--" + flag(f.name), type=float, nargs=2, **kw)
         else:
             several = f.name in SWEPT_OPTIONS or f.name == "data_seed"
-            ap.add_argument("--" + flag(f.name), type=int if default is None else type(default),
-                            nargs="+" if several else None, **kw)
-    ap.add_argument("--device", default="auto", help="auto (cuda if there is one) | cpu | cuda")
-    ap.add_argument("--out", default="runs", help="folder of runs")
-    ap.add_argument("--name", help="run name (default: built from the options given)")
-    ap.add_argument("--resume", action="store_true",
-                    help="continue runs/<name>; may extend --steps")
-    ap.add_argument("--auto-resume", action="store_true",
-                    help="safe to repeat (a Slurm requeue, a sweep run again): continue runs "
-                         "that have a resume.pt, start those that have none, leave finished "
-                         "ones as they are")
-    ap.add_argument("--stop-after-grok", type=int, metavar="N",
-                    help="stop N steps after test loss <= 0.01")
-    ap.add_argument("--fast", default=True, action=argparse.BooleanOptionalAction,
-                    help="train on fast.py's forward, checked against model.py at start; "
-                         "--no-fast: on model.py's own forward")
+            kind = int if defaults[f.name] is None else type(defaults[f.name])
+            group.add_argument("--" + flag(f.name), type=kind, nargs="+" if several else None,
+                               **kw)
+    run = ap.add_argument_group("run")
+    run.add_argument("--device", default="auto",
+                     help="auto (cuda if there is one), cpu or cuda (default auto)")
+    run.add_argument("--resume", action="store_true",
+                     help="continue the runs from their resume.pt; may extend --steps")
+    run.add_argument("--auto-resume", action="store_true",
+                     help="safe to repeat (a Slurm requeue, a sweep run again): continue runs "
+                          "that have a resume.pt, start those that have none, leave finished "
+                          "ones as they are")
+    run.add_argument("--stop-after-grok", type=int, metavar="N",
+                     help="stop N steps after the last run's test loss <= 0.01")
+    run.add_argument("--fast", default=True, action=argparse.BooleanOptionalAction,
+                     help="train on fast.py's table forward where it matches model.py's "
+                          "(checked at start); --no-fast: on model.py's own forward")
+    output = ap.add_argument_group("output")
+    output.add_argument("--out", default="runs", help="folder of runs (default runs)")
+    output.add_argument("--name", help="run name (default: made from the options given)")
     args = ap.parse_args(argv)
     if args.resume and args.auto_resume:
         raise Stop("--resume and --auto-resume: give one")
@@ -153,6 +171,27 @@ def parse_args(argv=None):
     for n in names:
         check_name(n, "--name" if args.name is not None else "the run name (set one with --name)")
     return cfgs, [os.path.join(args.out, n) for n in names], args
+
+
+def preset_given(argv):
+    """The --preset of argv (singh if none, or a bad one: the parser says so)."""
+    pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    pre.add_argument("--preset", default="singh")
+    return pre.parse_known_args(argv)[0].preset
+
+
+def presets_text():
+    """What each preset sets, a line each, as flags."""
+    lines = ["presets (each sets these defaults; a flag given wins):"]
+    for name, overrides in PRESETS.items():
+        flags = []
+        for k, v in overrides.items():
+            if isinstance(v, bool):
+                flags.append(f"--{'' if v else 'no-'}{flag(k)}")
+            else:
+                flags.append(f"--{flag(k)} {v}")
+        lines.append(f"  {name:9s}{' '.join(flags) or '(the defaults above: Singh et al.)'}")
+    return "\n".join(lines)
 
 
 def check_not_in_a_run(out):
