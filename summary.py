@@ -256,10 +256,29 @@ def markdown(header, rows):
                      + ["| " + " | ".join(r) + " |" for r in rows]) + "\n"
 
 
+# the columns summary.md always shows: what each configuration is, and whether and when it
+# generalized; any other shows only where a run has something in it
+ALWAYS = ("configuration", "seeds", "train<=0.01 (mean +- std)", "test<=0.01 (mean +- std)",
+          "reached", "final test acc")
+EMPTY = ("-", "not reached", "none", "not all")  # a cell's parts that hold nothing
+
+
+def shown(header, rows):
+    """The header and rows without the columns in which no row has anything (every part of
+    every cell, split at ' / ' and '; ', in EMPTY): a 300-step run has no cell at step 1000, an
+    MLP none of attention, a run without a hole none in it."""
+    def empty(cell):
+        return all(part in EMPTY for part in cell.replace("; ", " / ").split(" / "))
+    keep = [i for i, title in enumerate(header)
+            if title in ALWAYS or not all(empty(row[i]) for row in rows)]
+    return [header[i] for i in keep], [[row[i] for i in keep] for row in rows]
+
+
 def write_summary(root, groups):
-    """runs/summary.csv and runs/summary.md, one row per configuration."""
+    """runs/summary.csv (every column) and runs/summary.md (those with something in them), one
+    row per configuration."""
     header, rows = summary_table(groups)
     table = io.StringIO()
     csv.writer(table).writerows([header] + rows)
     save_atomic(table.getvalue(), os.path.join(root, "summary.csv"))
-    save_atomic(markdown(header, rows), os.path.join(root, "summary.md"))
+    save_atomic(markdown(*shown(header, rows)), os.path.join(root, "summary.md"))
