@@ -126,12 +126,27 @@ def called(f, found):
             if isinstance(k, types.CodeType):
                 yield from names(k)
         yield from code.co_names
-    for n in names(f.__code__):
-        key = f"{os.path.basename(source_file(f))}:{n}"
-        if key in found or n not in f.__globals__:
+    used = list(names(f.__code__))  # globals, and the attributes read (fourier.ce: ce)
+    for n in used:
+        if n not in f.__globals__:
             continue
-        found[key] = None  # taken: a function that calls itself is described once
-        found[key] = describe(f.__globals__[n], found)
+        value = f.__globals__[n]
+        add(found, f"{os.path.basename(source_file(f))}:{n}", value)
+        if inspect.ismodule(value) and source_file(value) and \
+                os.path.dirname(source_file(value)) == HERE:
+            # a module of ours used as a module: what f reads of it, by its own file's keys
+            for attr in used:
+                if hasattr(value, attr):
+                    add(found, f"{os.path.basename(value.__file__)}:{attr}",
+                        getattr(value, attr))
+
+
+def add(found, key, value):
+    """Describe value into found[key], once: a function that calls itself is described once."""
+    if key in found:
+        return
+    found[key] = None  # taken
+    found[key] = describe(value, found)
 
 
 def stamp(paths):

@@ -285,6 +285,22 @@ def test_the_stamp_follows_a_dict_constant_a_measure_reads(monkeypatch):
     assert A.stamp([]) != s
 
 
+def test_the_stamp_follows_what_a_measure_reaches_through_a_module(monkeypatch):
+    # a measure that calls a function of this project as module.function (fourier.ce), and
+    # that function reaches a constant the same way: an edit to either remakes the cache
+    monkeypatch.setitem(M.MEASURES, "via_module", M.Measure(
+        lambda c: fourier.ce(c.logits, c.y)))
+    s = A.stamp([])
+    with monkeypatch.context() as mp:
+        mp.setattr(fourier, "ce", lambda logits, y: 0.0)
+        assert A.stamp([]) != s
+    assert A.stamp([]) == s
+    monkeypatch.setattr(fourier, "ce", lambda logits, y: M.LLC_EPS * logits.sum())
+    s = A.stamp([])
+    monkeypatch.setattr(M, "LLC_EPS", 2 * M.LLC_EPS)
+    assert A.stamp([]) != s
+
+
 def stamp_of(folder):
     code = "import analyze; print(analyze.stamp([]))"
     return subprocess.run([sys.executable, "-c", code], cwd=folder, capture_output=True,
