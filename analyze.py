@@ -29,7 +29,6 @@ from config import Config
 from measures import (FINAL, LLC_POINTS, MEASURES, load_checkpoint_into, load_weights,
                       run_context)
 from model import build_model
-from optim import schedule_length
 from runfiles import (GROK, KEYS, ArgumentParser, Stop, checkpoint_paths, first_below,
                       load_checkpoint, load_metrics, message, printable, save_atomic)
 from summary import grok_steps, group_runs, write_summary
@@ -217,11 +216,8 @@ def run_checkpoints(run_dir, cfg, log):
 
 def same_run(a, b):
     """Whether Configs a and b are of one run: equal but for --steps, which --resume may
-    extend (so checkpoints before the extension hold the shorter budget), with the schedule's
-    length, which --resume writes into the config (a checkpoint before it holds None)."""
-    def run(c):
-        return replace(c, steps=0, schedule_steps=schedule_length(c))
-    return run(a) == run(b)
+    extend (so checkpoints before the extension hold the shorter budget)."""
+    return replace(a, steps=0) == replace(b, steps=0)
 
 
 def analyse_run(run_dir, log=print, llc=True):

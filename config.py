@@ -29,13 +29,17 @@ CHOICES = dict(op=tuple(OPS), split=SPLITS, model=("transformer", "mlp"),
                grokfast=("none", "ema", "ma"), loss=("ce", "stablemax"))
 # the least value of each integer option: p 2, a seed or an offset 0, the others 1
 MINIMUMS = dict(p=2, n_layers=1, d_model=1, n_heads=1, d_mlp=1, steps=1, eval_every=1,
-                ckpt_every=1, gf_window=1, schedule_steps=1, seed=0, data_seed=0,
+                ckpt_every=1, gf_window=1, seed=0, data_seed=0,
                 b_offset=0)
 
 
 # the sections of Config's fields, each named at its first field (train.py --help's groups)
 SECTIONS = dict(p="task", model="model", lr="optimization",
                 steps="steps and precision")
+
+
+# options of older runs' saved configs that no code reads any more: dropped when read
+RETIRED = ("schedule_steps",)
 
 
 def option(default, help):
@@ -97,8 +101,6 @@ class Config:
     l1: float = option(0.0, "L1 penalty: + l1 * sum |theta| to the loss stepped on (Nanda et al.)")
     # steps and precision
     steps: int = option(10000, "optimizer steps")
-    schedule_steps: Optional[int] = option(None, "steps an lr schedule spans (default: --steps; "
-                                           "--resume keeps a run's first --steps)")
     batch_size: Optional[int] = option(None, "examples per step (default: all, full batch)")
     sampling: str = option("random", "mini-batch order (balanced: tokens evenly)")
     dtype: str = option("float32", "parameters' dtype")
@@ -108,6 +110,7 @@ class Config:
 
     @classmethod
     def from_dict(cls, d):
+        d = {k: v for k, v in d.items() if k not in RETIRED}
         unknown = set(d) - {f.name for f in fields(cls)}
         if unknown:
             raise ValueError(f"unknown config keys {sorted(unknown)}")
@@ -142,7 +145,7 @@ class Config:
         p, d = self.p, self.d_model
         for k, least in MINIMUMS.items():
             v = getattr(self, k)
-            if v is None:  # data_seed: the run's --seed; schedule_steps: --steps
+            if v is None:  # data_seed: the run's --seed
                 continue
             if v < least:
                 raise Stop(f"--{flag(k)} {v} must be at least {least}")

@@ -240,9 +240,8 @@ def make_optimizer(cfg, named, runs):
 
 def schedule(cfg, step):
     """(lr, weight decay) of a run at `step`: the one place for a schedule. Nanda et al.'s
-    linear warm-up gives step 0 lr 0. A schedule over the run's length reads
-    schedule_length(cfg), not cfg.steps: --resume may extend --steps, and the schedule of a
-    resumed run keeps the length it started with."""
+    linear warm-up gives step 0 lr 0. (A schedule over the run's length would read cfg.steps,
+    which --resume may extend: give such a schedule an option of its own for its length.)"""
     lr, wd = cfg.lr, cfg.wd
     if cfg.alpha_lr:
         lr = lr / cfg.alpha ** 2
@@ -251,12 +250,6 @@ def schedule(cfg, step):
     if cfg.fix_wd:
         wd = wd * (1e-3 / cfg.lr)
     return lr, wd
-
-
-def schedule_length(cfg):
-    """The steps a schedule spans: --schedule-steps, else --steps of the run's first launch
-    (train.py's --resume saves that in the run's config when it extends --steps)."""
-    return cfg.schedule_steps or cfg.steps
 
 
 @torch.no_grad()

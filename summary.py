@@ -22,7 +22,7 @@ from stats import mann_whitney, rank_corr
 
 
 # not what makes a configuration
-IGNORED = ("seed", "data_seed", "steps", "schedule_steps", "eval_every", "ckpt_every")
+IGNORED = ("seed", "data_seed", "steps", "eval_every", "ckpt_every")
 
 # Summary measures are compared at one step that every run reaches (runs may stop soon after
 # generalizing, --stop-after-grok): after memorization, before most configurations generalize.

@@ -288,16 +288,3 @@ def test_a_state_without_the_run_axis_is_refused_in_one_line(tmp_path, monkeypat
               "1", "--out", str(tmp_path)])
     assert "optimizer state 'calls' has shape () in a stack of 2 runs" in str(e.value)
     assert "run axis" in str(e.value) and "\n" not in str(e.value)
-
-
-def test_a_schedule_over_the_run_keeps_its_length_when_resume_extends_steps(tmp_path,
-                                                                            monkeypatch):
-    decay = lambda cfg, step: (cfg.lr * max(0.0, 1 - step / optim.schedule_length(cfg)), cfg.wd)
-    monkeypatch.setattr(optim, "schedule", decay)  # a forker's linear decay to 0
-    train_alone(small_cfg(steps=20), str(tmp_path / "r"), log=quiet)
-    resumed = train_alone(small_cfg(steps=30), str(tmp_path / "r"), resume=True, log=quiet)
-    whole = train_alone(small_cfg(steps=30, schedule_steps=20), str(tmp_path / "w"), log=quiet)
-    assert resumed["lr"][2] == pytest.approx(1e-3 * 0.5)  # step 10 of 20, not of 30
-    assert resumed["lr"][4:] == [0.0, 0.0, 0.0]  # steps 20, 25, 30: the decay has ended
-    for k in ("lr", "train_loss", "test_loss", "weight_norm"):
-        np.testing.assert_array_equal(resumed[k], whole[k], err_msg=k)

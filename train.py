@@ -342,22 +342,16 @@ def read_config(path):
 
 def check_same_run(saved, cfg, run_dir):
     """Refuse cfg for run_dir if its saved config (a dict) differs but in --steps, which a
-    resume may extend. Returns cfg, with the schedule length of the saved run when cfg has
-    none: a schedule spans the run's first --steps, however far --resume extends them."""
+    resume may extend."""
     try:
         old = Config.from_dict(saved)
     except (TypeError, ValueError) as e:
         raise Stop(f"--resume: {run_dir}: {e}") from None
-    if old.schedule_steps is None:
-        old.schedule_steps = old.steps
-    if cfg.schedule_steps is None:
-        cfg = replace(cfg, schedule_steps=old.schedule_steps)
     diff = [f.name for f in fields(Config)
             if f.name != "steps" and getattr(old, f.name) != getattr(cfg, f.name)]
     if diff:
         raise Stop(f"--resume: {run_dir} was trained with a different config "
                    f"({', '.join(diff)})")
-    return cfg
 
 
 def too_big(e, what, instead):
@@ -396,12 +390,11 @@ def resume_runs(cfgs, run_dirs, model, opt):
     """Load the runs' resume.pt into model and optimizer. Returns each run's metrics before
     that step, and the step."""
     cks = [load_checkpoint(os.path.join(run_dir, "resume.pt")) for run_dir in run_dirs]
-    for i, (cfg, run_dir, ck) in enumerate(zip(cfgs, run_dirs, cks)):
+    for cfg, run_dir, ck in zip(cfgs, run_dirs, cks):
         if not isinstance(ck.get("optim"), dict):
             raise Stop(f"--resume: {run_dir}/resume.pt has no optimizer state (a ckpt/ file "
                        "copied over it?): start again")
-        # the resumed run's config is a copy: the caller's is left as it is
-        cfgs[i] = check_same_run(ck["config"], cfg, run_dir)
+        check_same_run(ck["config"], cfg, run_dir)
     if len({ck["step"] for ck in cks}) > 1:
         raise Stop("--resume: the runs stopped at different steps; resume them one at a time")
     try:
