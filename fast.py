@@ -143,7 +143,7 @@ def check_forward(model, fn, x, y):
     return err
 
 
-def unused(model, fn):
+def unused_params(model, fn):
     """Names of the parameters the forward never reads (an LN that a placement leaves out):
     a lone run's AdamW skips them (no gradient), so in a stack they get weight decay 0."""
     P = dict(model.named_parameters())
@@ -215,15 +215,15 @@ def build_runs(models, fast=True, probe=None, log=print):
                 f"~1.7x on a 2-vCPU CPU, BENCHMARKS.md); port the change to fast.{table} for "
                 "the speed")
             fns = [forward_fn(m, fast=False) for m in models]
-    unread = [unused(m, fn) for m, fn in zip(models, fns)]
+    unused = [unused_params(m, fn) for m, fn in zip(models, fns)]
     if len(models) > 1:
         model = Stacked(models, fast, fns)
-        return model, model, unread
+        return model, model, unused
     m, fn = models[0], fns[0]
 
     def forward(x, train=True):  # (1, N, 3) -> (1, N, n_out), as a stack of one
         return fn(dict(m.named_parameters()), dict(m.named_buffers()), x[0], train)[None]
-    return m, forward, unread
+    return m, forward, unused
 
 
 def named_params(model):

@@ -136,16 +136,6 @@ def power_law_alpha(x, tail=2):
     return float(best[1])
 
 
-def spectrum_exponent(Z):
-    """beta of a plain least-squares fit log lambda_i = c - beta log i over the top half."""
-    q = spectrum(Z)
-    n = max(2, len(q) // 2)
-    i = torch.arange(1, n + 1, dtype=torch.float64)
-    lam = q[:n].clamp_min(1e-300)
-    A = torch.stack([torch.ones(n, dtype=torch.float64), -i.log()], 1)
-    return float(torch.linalg.lstsq(A, lam.log().unsqueeze(1)).solution[1])
-
-
 def distance_irrelevance(correct, p):
     """Zhong et al.'s distance irrelevance (their code/eval-main.ipynb, "Distance Irrelevance"):
     the correct logit of every pair, correct (p*p,) at row a*p + b, laid out in a table
@@ -397,17 +387,6 @@ def ntk_distance(c):
     return float((K - K0).norm() / K0.norm())
 
 
-def hessian(c, block):
-    """The embedding-MLP's (the paper's) top Hessian eigenvalue for one parameter block,
-    warm-started from the previous checkpoint's eigenvector."""
-    if c.cfg.model != "mlp" or c.cfg.embed != "learned":
-        return np.nan
-    with torch.enable_grad():
-        lam, c.memo[block] = hessian_top(c.model, c.x[c.train], c.y[c.train],
-                                         c.model.get_parameter(block), c.memo.get(block))
-    return lam
-
-
 def clock_pizza_gradients(c):
     """Gradient symmetricity of the checkpoint on its fixed triples; NaN for a model without
     learned input embeddings (one-hot operands)."""
@@ -469,8 +448,8 @@ MEASURES = {  # name in analysis.npz -> Measure(function of the checkpoint's con
     "norm_spread": Measure(lambda c: spread(c.E.norm(dim=1))),
     "diff_spread": Measure(lambda c: spread((torch.roll(c.E, -1, 0) - c.E).norm(dim=1))),
     # Gu et al.: is the dug-out region learned, or only the rest? (NaN without a hole)
-    "hole_acc": Measure(lambda c: accuracy(c, hole_mask(c.cfg) & c.valid)),
-    "rest_acc": Measure(lambda c: accuracy(c, c.test & ~hole_mask(c.cfg))),
+    "hole_acc": Measure(lambda c: accuracy_on(c, hole_mask(c.cfg) & c.valid)),
+    "rest_acc": Measure(lambda c: accuracy_on(c, c.test & ~hole_mask(c.cfg))),
     # Singh et al.'s attention entropy: of the head-averaged weights (their README); ours, the
     # mean of the per-head entropies, is lower
     "attn_entropy": Measure(lambda c: float(np.mean(attn_entropy_heads(c, average=True))),
@@ -487,15 +466,12 @@ MEASURES = {  # name in analysis.npz -> Measure(function of the checkpoint's con
     "eff_rank": Measure(lambda c: effective_rank(c.cache["resid"][c.test]), "eff. rank",
                         ("at", "peak", "at_grok", "corr"), figure="effective rank of features"),
     "rank": Measure(lambda c: matrix_rank(c.cache["resid"][c.test])),
-    "spectrum_exponent": Measure(lambda c: spectrum_exponent(c.cache["resid"][c.test])),
     # Singh et al.'s fit, on their float32 eigenvalues; and on ours in float64
     "power_law_alpha": Measure(lambda c: power_law_alpha(singh_esd(c.cache["resid"][c.test]))),
     "power_law_alpha_f64": Measure(
         lambda c: power_law_alpha(spectrum(c.cache["resid"][c.test]).numpy())),
     "ntk_distance": Measure(ntk_distance, figure="||K_t - K_0|| / ||K_0||"),
     "weight_norm": Measure(lambda c: sum(float((q ** 2).sum()) for q in c.model.parameters())),
-    "hessian_embed": Measure(lambda c: hessian(c, "embed.weight")),
-    "hessian_fc1": Measure(lambda c: hessian(c, "fc1.weight")),
     # Lau et al.'s local learning coefficient (devinterp's estimator), at LLC_POINTS checkpoints
     "llc_chains": Measure(llc_chains),
     "llc": Measure(lambda c: float(np.mean(llc_chains(c))),
@@ -508,12 +484,10 @@ MEASURES = {  # name in analysis.npz -> Measure(function of the checkpoint's con
         if c.is_add else np.nan, figure="distance irrelevance"),
     "gradient_symmetricity": Measure(clock_pizza_gradients, figure="gradient symmetricity"),
     "fourier_embed": Measure(lambda c: frequency_norms(c.E, c.basis).numpy()),
-    "fourier_logit": Measure(
-        lambda c: frequency_norms(neuron_logit_map(c.model, c.cfg), c.basis).numpy()),
 }
 
 
-def accuracy(c, mask):
+def accuracy_on(c, mask):
     return float((c.logits.argmax(-1) == c.y)[mask].double().mean()) if mask.any() else np.nan
 
 
@@ -522,7 +496,7 @@ def hole_by_token(c, shared):
     operand (a >= b_offset: token a is b = a - b_offset's; every a on one vocabulary), or on
     the others, whose token no training pair holds (--b-offset: Gu et al.'s str.py)."""
     a = torch.arange(c.p ** 2) // c.p
-    return accuracy(c, hole_mask(c.cfg) & c.valid & ((a >= c.cfg.b_offset) == shared))
+    return accuracy_on(c, hole_mask(c.cfg) & c.valid & ((a >= c.cfg.b_offset) == shared))
 
 
 def swapped(c):
@@ -546,33 +520,28 @@ FINAL = {  # at the final checkpoint only: name -> function of its context (None
     # the paper's: the frequencies of the neuron-logit map W_L, which every measure below uses
     "keys": lambda c: np.array(c.keys, dtype=int),
     "keys_embed": lambda c: np.array(c.keys_embed, dtype=int),  # by W_E's Fourier norms
-    # loss over all pairs with each key frequency removed, all removed, all but them removed
-    "ablate_each": lambda c: (np.array([excluded_loss(c.L, c.y, c.p, [k]) for k in c.keys])
-                              if c.is_add else np.zeros(0)),
+    # loss over all pairs with the key frequencies removed, and with all but them removed
     "ablate_keys": lambda c: excluded_loss(c.L, c.y, c.p, c.keys) if c.is_add else np.nan,
     "ablate_all_but_keys": lambda c: (restricted_loss(c.L, c.y, c.p, c.keys) if c.is_add
                                       else np.nan),
     "cos_r2": lambda c: cos_template_r2(c.L, c.p, c.keys) if c.keys and c.is_add else np.nan,
     # Nanda et al.'s Table 1 fit: a coefficient per key frequency (93.2-98.2% of the variance)
     "cos_r2_per_freq": lambda c: cos_fit_r2(c.L, c.p, c.keys) if c.keys and c.is_add else np.nan,
-    # their per-neuron rule: each MLP neuron's frequency and share of variance; the share of
+    # their per-neuron rule (each MLP neuron's frequency and share of variance): the share of
     # neurons explained by one frequency (433 of 512 in the paper) and those frequencies
-    "neuron_freq": lambda c: neurons(c)[0].numpy(),
-    "neuron_freq_share": lambda c: neurons(c)[1].numpy(),
     "one_freq_share": lambda c: float((neurons(c)[1] > ONE_FREQ).double().mean()),
     "keys_neurons": lambda c: neurons(c)[0][neurons(c)[1] > ONE_FREQ].unique().numpy(),
     "final_neurons": lambda c: (c.cache["mlp_act"].reshape(c.p, c.p, -1)[:, :, top_neurons(c)]
                                 .permute(2, 0, 1).numpy()),
     "neuron_ids": lambda c: top_neurons(c).numpy(),
-    "final_loss": lambda c: ce(c.L[c.valid], c.y[c.valid]),
     # the best test accuracy if the hole is never learned: the share of test pairs outside it
     "hole_bound": lambda c: (float((c.test & ~hole_mask(c.cfg)).sum() / c.test.sum())
                              if hole_mask(c.cfg).any() else np.nan),
     # the hole's first operands whose token training shows as a second operand, and the rest
     "hole_acc_shared": lambda c: hole_by_token(c, shared=True),
     "hole_acc_unshared": lambda c: hole_by_token(c, shared=False),
-    "swap_acc": lambda c: accuracy(c, swapped(c)),
-    "noswap_acc": lambda c: accuracy(c, c.test & ~swapped(c)),
+    "swap_acc": lambda c: accuracy_on(c, swapped(c)),
+    "noswap_acc": lambda c: accuracy_on(c, c.test & ~swapped(c)),
     "swap_share": lambda c: float(swapped(c).sum() / c.test.sum()),
     # each head's attention from '=' to a, over (a, b)
     "final_attn_a": lambda c: (c.cache["attn"][0][:, :, -1, 0].T.reshape(-1, c.p, c.p).numpy()

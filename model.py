@@ -98,7 +98,7 @@ class Block(nn.Module):
         # whenever LN is on, as in Singh et al.'s code, so that runs of every placement have
         # one parameter layout and train stacked (fast.Stacked). A norm the placement leaves
         # out (ln2 under attn-pre, ln1 under mlp-pre) gets no gradient: AdamW does not move
-        # it, and in a stack it gets weight decay 0 (fast.unused), so it stays at its initial
+        # it, and in a stack it gets weight decay 0 (fast.unused_params), so it stays at its initial
         # value.
         if cfg.ln != "off":
             self.ln1 = make_norm(cfg)

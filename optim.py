@@ -3,7 +3,7 @@ The update rule: AdamW with per-run learning rates and weight decays, the schedu
 embedding learning-rate ratio. The one place to change how parameters move.
 
     opt = AdamW(params, betas=(0.9, 0.98), eps=1e-8, runs=R)
-    set_hyper(opt, names, cfgs, step, ratios, unread)   # each run's lr and wd at this step
+    set_hyper(opt, names, cfgs, step, ratios, unused)   # each run's lr and wd at this step
     loss.backward()
     opt.step()
 
@@ -267,9 +267,9 @@ def emb_lr_ratio(P, cfg, embed_frequency):
     return float(ratio)
 
 
-def set_hyper(opt, names, cfgs, step, ratios, unread):
+def set_hyper(opt, names, cfgs, step, ratios, unused):
     """Each run's lr and weight decay at `step` (schedule), per parameter, into the optimizer;
-    returns the runs' [(lr, wd), ...]. ratios[r]: run r's embedding lr ratio; unread[r]: the
+    returns the runs' [(lr, wd), ...]. ratios[r]: run r's embedding lr ratio; unused[r]: the
     names of the parameters run r never reads (weight decay 0, as a lone run never steps them)."""
     lr_wd = [schedule(cfg, step) for cfg in cfgs]
     lrs, wds = [], []  # per parameter, a value per run
@@ -278,6 +278,6 @@ def set_hyper(opt, names, cfgs, step, ratios, unread):
             lrs.append([lr * ratios[r] for r, (lr, _) in enumerate(lr_wd)])
         else:
             lrs.append([lr for lr, _ in lr_wd])
-        wds.append([0.0 if name in unread[r] else wd for r, (_, wd) in enumerate(lr_wd)])
+        wds.append([0.0 if name in unused[r] else wd for r, (_, wd) in enumerate(lr_wd)])
     opt.set_lr_wd(lrs, wds)
     return lr_wd

@@ -14,7 +14,7 @@ import torch
 
 from config import Config
 from conftest import SMALL, quiet, small_cfg, train_alone
-from fast import MATCHES, Stacked, build_runs, check_forward, forward_fn, unused
+from fast import MATCHES, Stacked, build_runs, check_forward, forward_fn, unused_params
 from model import LN_PLACEMENTS, build_model
 from runfiles import Stop
 
@@ -297,7 +297,7 @@ def test_stacked_runs_equal_separate_models(n_layers):
     out = Stacked(models)(torch.stack([x] * 3))
     for r, m in enumerate(models):
         torch.testing.assert_close(out[r], m(x))
-    assert [unused(m, forward_fn(m)) for m in models] == \
+    assert [unused_params(m, forward_fn(m)) for m in models] == \
         [set(), set(), {f"blocks.{i}.ln2.{w}" for i in range(n_layers) for w in ("weight", "bias")}]
 
 

@@ -467,7 +467,7 @@ def last_step(steps, stop_after_grok, metrics):
 
 
 @dataclass
-class Runs:
+class Progress:
     """What the loop keeps of its runs besides weights and optimizer state: each run's config,
     folder and metrics rows, the step to stop at, and when the last status line was shown."""
     cfgs: list                # one Config per run, differing only in PER_RUN_OPTIONS
@@ -578,7 +578,7 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
     y_te = torch.stack([y for _, _, _, y in datasets]).to(device)
     try:
         models = [build_model(cfg).to(device) for cfg in cfgs]
-        model, forward, unread = build_runs(models, fast, (x_tr[0, :64], y_tr[0, :64]), log)
+        model, forward, unused = build_runs(models, fast, (x_tr[0, :64], y_tr[0, :64]), log)
     except (MemoryError, RuntimeError) as e:
         raise too_big(e, "the model", "a smaller --d-model, --d-mlp or --p")
     names, params = zip(*named_params(model))
@@ -596,7 +596,7 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
             log(f"run {', '.join(run_dirs)}: resumed at step {start}")
         else:
             log(f"run {', '.join(run_dirs)}")
-        runs = Runs(cfgs, run_dirs, metrics, start, stop_after_grok)
+        runs = Progress(cfgs, run_dirs, metrics, start, stop_after_grok)
 
         # a step descends the evaluation's loss unless it sees a mini-batch or dropout
         descend_evaluation_loss = shared.batch_size is None and shared.dropout == 0
@@ -632,7 +632,7 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
                 if evaluation:  # 'auto' follows the weights
                     ratios = [run_ratio(cfgs, r, names, params, token_freqs)
                               for r in range(len(cfgs))]
-                lr_wd = set_hyper(opt, names, cfgs, step, ratios, unread)
+                lr_wd = set_hyper(opt, names, cfgs, step, ratios, unused)
                 if batches:  # into the tensor a recorded graph reads
                     indices = torch.from_numpy(np.stack([b(step) for b in batches]))
                     batch.copy_(indices.pin_memory() if batch.is_cuda else indices,
