@@ -11,6 +11,7 @@ runs/summary.md and runs/summary.csv. A run is recomputed only when its checkpoi
 of a measure changed (see stamp).
 """
 import argparse
+import functools
 import glob
 import hashlib
 import inspect
@@ -26,8 +27,8 @@ import numpy as np
 import torch
 
 from config import Config
-from measures import (FINAL, LLC_POINTS, MEASURES, load_checkpoint_into, load_weights,
-                      run_context)
+from measures import (FINAL, LLC_POINTS, MEASURES, llc_every, load_checkpoint_into,
+                      load_weights, run_context)
 from model import build_model
 from runfiles import (GROK, KEYS, ArgumentParser, Stop, checkpoint_paths, first_below,
                       load_checkpoint, load_metrics, message, printable, save_atomic)
@@ -38,16 +39,26 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 # ---------------------------------------------------------------- one run
 
-def measure(cfg, cks, llc=True):
+def measure(cfg, cks, llc=True, progress=None):
     """Every measure at every checkpoint, then FINAL at the last: analysis.npz's dict; llc
-    False: the local learning coefficient's columns NaN (measures.llc_chains)."""
+    False: the local learning coefficient's columns NaN (measures.llc_chains). progress(done,
+    seconds so far, seconds left) after each checkpoint."""
     model = build_model(cfg)
     c = run_context(cfg, model, cks[-1], llc=llc)
     rows = {k: [] for k in MEASURES}
-    for ck in cks:
+    # a checkpoint with the LLC takes ~20x one without: time left from each kind's mean
+    with_llc = [llc and ck["step"] % llc_every(cfg) == 0 for ck in cks]
+    took = {True: [], False: []}
+    began = time.time()
+    for i, ck in enumerate(cks):
+        start = time.time()
         load_checkpoint_into(c, model, ck)
         for k, m in MEASURES.items():
             rows[k].append(m.fn(c))
+        took[with_llc[i]].append(time.time() - start)
+        if progress:
+            mean = {kind: np.mean(t or took[True] + took[False]) for kind, t in took.items()}
+            progress(i + 1, time.time() - began, sum(mean[kind] for kind in with_llc[i + 1:]))
     res = {k: np.array(v) for k, v in rows.items()}
     for k, f in FINAL.items():
         v = f(c)
@@ -220,12 +231,12 @@ def same_run(a, b):
     return replace(a, steps=0) == replace(b, steps=0)
 
 
-def analyse_run(run_dir, log=print, llc=True):
+def analyse_run(run_dir, log=print, llc=True, status=functools.partial(print, flush=True)):
     """All measures at every checkpoint of one run; writes and returns analysis.npz's dict,
     or returns the one written before if nothing it was computed from changed (a cache: one
     that cannot be read is made again). llc False skips the local learning coefficient (most
     of an analysis's time); an analysis with it serves a caller that skips it, not the other
-    way round."""
+    way round. status: the progress line, every 5 s."""
     cfg = run_config(run_dir)
     paths, _ = checkpoint_paths(run_dir)
     s = stamp(paths)
@@ -238,10 +249,17 @@ def analyse_run(run_dir, log=print, llc=True):
                 return old
         except Exception as e:  # a zip cut short, a column that cannot be read
             log(f"{printable(out)} cannot be read ({message(e)}): computing it again")
-    t0 = time.time()
+    t0, shown = time.time(), 0.0
     cks = run_checkpoints(run_dir, cfg, log)
+
+    def progress(done, seconds, left):  # at most every 5 s, as training's status line
+        nonlocal shown
+        if time.time() - shown >= 5 and done < len(cks):
+            shown = time.time()
+            status(f"{printable(run_dir)}: checkpoint {done}/{len(cks)} | {seconds:.0f}s | "
+                   f"{left:.0f}s left")
     with torch.no_grad():
-        res = measure(cfg, cks, llc)
+        res = measure(cfg, cks, llc, progress)
     res["stamp"], res["llc_skipped"] = s, not llc
     save_atomic(res, out)
     log(f"{printable(run_dir)}: {len(cks)} checkpoints analysed in {time.time() - t0:.1f}s, "

@@ -385,3 +385,25 @@ def test_summary_md_leaves_out_the_columns_no_run_has_and_the_csv_keeps_them():
     kept, kept_rows = S.shown(header, rows)
     assert kept == header[:6] + ["swaps", "key frequencies"]
     assert kept_rows[1] == rows[1][:6] + ["0.500 / -", "[3, 7]"]
+
+
+def test_progress_after_each_checkpoint_weighs_the_llc_checkpoints_apart(tmp_path, monkeypatch):
+    run = tiny_run(tmp_path, "pre_s0", steps=60)  # checkpoints 0, 20, 40, 60
+    cfg = A.run_config(str(run))
+    cks = A.run_checkpoints(str(run), cfg, print)
+    monkeypatch.setattr(A, "llc_every", lambda cfg: 40)  # the LLC at steps 0 and 40
+    clock = iter(range(100000))  # each time.time() a second later: measured, not slept
+
+    def llc(c):  # an LLC checkpoint takes 10 s more than another
+        for _ in range(10 if c.step % 40 == 0 else 0):
+            A.time.time()
+        return np.zeros(M.LLC_CHAINS)
+    monkeypatch.setattr(A.time, "time", lambda: next(clock))
+    monkeypatch.setitem(M.MEASURES, "llc_chains", M.Measure(llc))
+    seen = []
+    with torch.no_grad():
+        A.measure(cfg, cks, llc=True, progress=lambda *a: seen.append(a))
+    assert [done for done, _, _ in seen] == [1, 2, 3, 4]
+    # after step 0 (with the LLC, 11 s) only its kind is known: 3 more at 11 s; then the LLC
+    # checkpoint left at 11 s and the other at 1 s
+    assert [left for _, _, left in seen] == [33, 12, 1, 0]

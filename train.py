@@ -748,7 +748,9 @@ def main(argv=None):
     signal.signal(signal.SIGINT, signal.default_int_handler)  # now a KeyboardInterrupt below
     try:
         cfgs, run_dirs, args = parse_args(argv)
-        train(cfgs, run_dirs, args.device, args.resume, args.stop_after_grok, args.fast)
+        # each line at once, into a log file too (a Slurm task's): print buffers a file
+        train(cfgs, run_dirs, args.device, args.resume, args.stop_after_grok, args.fast,
+              log=functools.partial(print, flush=True))
     except Stop as e:
         sys.exit(f"error: {e}")
     except Interrupted as e:  # non-zero, as a shell expects: a sweep stops here
