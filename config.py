@@ -59,7 +59,8 @@ class Config:
     b_offset: int = option(0, "token of the second operand b is b + this: 0 one vocabulary "
                            "for both operands; p their own ranges (Gu et al.'s strips: 60)")
     seed: int = option(0, "seed of the split and the initial weights")
-    data_seed: Optional[int] = option(None, "split's seed (default: --seed); one, or one per --seed")
+    data_seed: Optional[int] = option(None, "split's seed (default: --seed); one, or one per "
+                                      "--seed")
     split_rng: str = option("torch", "split drawn as torch, or as Singh's or Nanda's code shuffles")
     # model
     model: str = option("transformer", "the one-layer transformer, or the embedding-MLP "

@@ -83,6 +83,23 @@ def no_setup(root):
     pass
 
 
+class Marker:
+    """A pickle that, unpickled, runs code: it writes the file `path`."""
+
+    def __init__(self, path):
+        self.path = path
+
+    def __reduce__(self):
+        return (open, (self.path, "w"))
+
+
+def crafted_pickle(name):
+    """A setup that writes a .pth whose loading by pickle would create root/PWNED."""
+    def setup(root):
+        torch.save([Marker(os.path.join(root, "PWNED")), 1], os.path.join(root, name))
+    return setup
+
+
 RESUME = TINY[:-4] + ["--steps", "30", "--device", "cpu", "--out", "{root}", "--name", "r",
                       "--resume"]
 NEW = TINY + ["--out", "{root}", "--name", "new"]
@@ -166,6 +183,10 @@ CASES = [
     ("experiments/gu_table.py", remove("r/ckpt"), ["{root}"], "no checkpoints"),
     ("experiments/claims.py", write("r/config.json", "[]"), ["interventions", "{root}"],
      "config.json"),
+    # the papers' released files: read without running their code
+    ("experiments/nanda_released.py", crafted_pickle("mod_addition_frac_train_sweep.pth"),
+     ["{root}"], "is not one of their saved runs"),
+    ("experiments/nanda_released.py", no_setup, ["{root}"], "missing"),
 ]
 
 

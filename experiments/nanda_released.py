@@ -23,7 +23,7 @@ from data import all_pairs  # noqa: E402
 from fourier import ce  # noqa: E402
 from config import PRESETS, Config  # noqa: E402
 from model import build_model  # noqa: E402
-from runfiles import first_below  # noqa: E402
+from runfiles import Stop, first_below, message, printable  # noqa: E402
 
 
 def first_epoch(losses, level=0.01):
@@ -59,10 +59,20 @@ def loss_sum(state):
         return ce(model(x), y) * len(y)
 
 
+def load(folder, name):
+    """One of their .pth files, read without running any code from it (weights_only: their
+    lists, dicts, tensors and numbers load so)."""
+    path = os.path.join(folder, name)
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except FileNotFoundError:
+        raise Stop(f"missing {printable(path)}") from None
+    except Exception as e:  # cut short, not a zip, or a pickle of something else
+        raise Stop(f"{printable(path)} is not one of their saved runs ({message(e)})") from None
+
+
 def main(folder):
-    load = lambda name: torch.load(os.path.join(folder, name), map_location="cpu",
-                                   weights_only=False)
-    fracs, curves = load("mod_addition_frac_train_sweep.pth")
+    fracs, curves = load(folder, "mod_addition_frac_train_sweep.pth")
     for i, f in enumerate(fracs):
         print(f"frac {f}: test loss <= 0.01 at epoch {first_epoch(curves[2 * i + 1])} "
               f"(of {len(curves[2 * i + 1])})")
@@ -71,12 +81,12 @@ def main(folder):
         if not os.path.isfile(path) or not os.path.getsize(path):  # a copy without its data
             print(f"{name}: no data in {folder}")
             continue
-        run = load(name)  # test loss every few epochs: as many as train losses per test loss
+        run = load(folder, name)  # test loss every few epochs: as many as train losses per test loss
         every = round(len(run["train_losses"]) / len(run["test_losses"]))
         step = first_epoch(run["test_losses"])
         print(f"{name} (optimizer wd {run['optimizer']['param_groups'][0]['weight_decay']}): "
               f"test loss <= 0.01 at epoch {None if step is None else every * step}")
-    run = load("mod_addition_no_wd.pth")
+    run = load(folder, "mod_addition_no_wd.pth")
     test = run["test_losses"]
     bound = largest_test_set(loss_sum(run["model"]), run["test_loss"].item())
     print(f"no wd (optimizer wd {run['optimizer']['param_groups'][0]['weight_decay']}): test "
@@ -87,4 +97,7 @@ def main(folder):
 if __name__ == "__main__":
     if len(sys.argv) != 2 or not os.path.isdir(sys.argv[1]):
         sys.exit("usage: python experiments/nanda_released.py progress-measures-paper/saved_runs")
-    main(sys.argv[1])
+    try:
+        main(sys.argv[1])
+    except Stop as e:
+        sys.exit(f"error: {e}")
