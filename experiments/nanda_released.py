@@ -81,7 +81,8 @@ def main(folder):
         if not os.path.isfile(path) or not os.path.getsize(path):  # a copy without its data
             print(f"{name}: no data in {folder}")
             continue
-        run = load(folder, name)  # test loss every few epochs: as many as train losses per test loss
+        # test loss every few epochs: as many as train losses per test loss
+        run = load(folder, name)
         every = round(len(run["train_losses"]) / len(run["test_losses"]))
         step = first_epoch(run["test_losses"])
         print(f"{name} (optimizer wd {run['optimizer']['param_groups'][0]['weight_decay']}): "
