@@ -183,6 +183,10 @@ CASES = [
     ("experiments/gu_table.py", remove("r/ckpt"), ["{root}"], "no checkpoints"),
     ("experiments/claims.py", write("r/config.json", "[]"), ["interventions", "{root}"],
      "config.json"),
+    ("experiments/claims.py", no_setup, ["--bogus"], "unknown option --bogus"),
+    ("experiments/forecast.py", no_setup, ["--bogus"], "forecast.py takes no argument"),
+    ("experiments/pack.py", no_setup, ["{root}"], "give SRC DEST"),
+    ("experiments/pack.py", no_setup, ["-x", "y"], "give SRC DEST"),
     # the papers' released files: read without running their code
     ("experiments/nanda_released.py", crafted_pickle("mod_addition_frac_train_sweep.pth"),
      ["{root}"], "is not one of their saved runs"),

@@ -135,7 +135,7 @@ def test_pack_command_line_both_ways_and_bad_input_in_one_line(tmp_path, capsys)
         pack.main([str(tmp_path / "empty"), str(tmp_path / "p.zip")])
     with pytest.raises(SystemExit) as e:
         pack.main(["--help"])
-    assert e.value.code is False and "pack.py runs/" in capsys.readouterr().out
+    assert not e.value.code and "pack.py runs/" in capsys.readouterr().out  # exit 0
     with pytest.raises(SystemExit, match="^error: no pack .*none.npz$"):
         pack.main([str(tmp_path / "none.npz"), str(tmp_path / "out")])
     made_up_runs(tmp_path / "runs")  # the command line both ways

@@ -736,8 +736,11 @@ COPIES = {  # section: its runs' copy in the repository, read where its runs/ fo
 
 
 def main(argv):
-    if any(a.startswith("-") for a in argv):
+    if any(a in ("-h", "--help") for a in argv):
         return print(__doc__.strip() + "\n\nsections: " + ", ".join(SECTIONS))
+    flags = [a for a in argv if a.startswith("-")]
+    if flags:  # no option but --help: a typo must not print the help and exit 0
+        sys.exit(f"error: unknown option {flags[0]}; give section names (--help lists them)")
     asked = []  # [section, folder]: a word after a section's name that is not one is its folder
     for a in argv:
         if a in SECTIONS:

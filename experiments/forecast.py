@@ -484,8 +484,12 @@ def main(repro=REPRO, path=FIGURE):
 
 
 if __name__ == "__main__":
-    if sys.argv[1:]:
-        sys.exit(__doc__.strip())
+    if sys.argv[1:] in (["-h"], ["--help"]):
+        print(__doc__.strip())
+        sys.exit(0)
+    if sys.argv[1:]:  # one line, as every other error: the help is --help's
+        sys.exit(f"error: forecast.py takes no argument (got {' '.join(sys.argv[1:])}); "
+                 "--help says what it does")
     try:
         main()
     except Stop as e:

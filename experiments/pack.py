@@ -185,9 +185,12 @@ def main(argv):
     if "--drop" in argv:
         at = argv.index("--drop")
         argv, drop = argv[:at], argv[at + 1:]
-    if len(argv) != 2 or argv[0].startswith("-"):
+    if argv in (["-h"], ["--help"]):
         print(__doc__.strip())
-        sys.exit(argv not in (["-h"], ["--help"]))
+        sys.exit(0)
+    if len(argv) != 2 or argv[0].startswith("-"):  # one line, as every other error
+        sys.exit(f"error: give SRC DEST (a folder of runs and a pack .npz, or the other way "
+                 f"round), not {' '.join(argv) or 'nothing'}; --help shows how")
     src, dest = argv
     if drop is not None and (not drop or src.endswith(".npz")):
         sys.exit("error: --drop comes after SRC DEST.npz of a pack being made and names the "
