@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 import torch
 
-import optim
 from config import Config
 from conftest import DEVICES, quiet, small_cfg, train_alone
 from data import make_data

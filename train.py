@@ -31,7 +31,7 @@ def interrupted_at_start(*_):
 
 if __name__ == "__main__":  # a Ctrl-C while torch loads (seconds) is one line too
     signal.signal(signal.SIGINT, interrupted_at_start)
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 import torch
