@@ -23,10 +23,19 @@ from model import build_model
 from runfiles import Stop, save_atomic
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "experiments"))
+import accelerators  # noqa: E402
+import beyond  # noqa: E402
 import claims  # noqa: E402
+import gu  # noqa: E402
 import metrics_table  # noqa: E402
 import minibatch_table  # noqa: E402
-import verdicts  # noqa: E402
+import nanda  # noqa: E402
+import rule  # noqa: E402
+import seedstats  # noqa: E402
+import singh  # noqa: E402
+from render import Section, per_seed  # noqa: E402
+import runsets  # noqa: E402
+from runsets import load  # noqa: E402
 
 
 def test_baseline_is_the_same_setting_without_intervention():
@@ -55,8 +64,8 @@ def test_seed_mean_curve_statistic_against_per_seed_steps():
     short = dict(step=steps[:4], test_loss=curve(20)[:4])  # stopped early: keeps its last value
     assert S.mean_curve_step([(None, None, short, None), runs[1]]) == 40
     never = (None, None, dict(step=steps, test_loss=curve(10 ** 9)), None)
-    assert claims.subsets(runs, 2) == [40, 90, 90]  # {20, 40}, {20, 90}, {40, 90}
-    assert claims.subsets(runs + [never], 3) == [90, None, None, None]
+    assert singh.subsets(runs, 2) == [40, 90, 90]  # {20, 40}, {20, 90}, {40, 90}
+    assert singh.subsets(runs + [never], 3) == [90, None, None, None]
 
 
 def test_claims_prints_each_arm_seed_by_seed_from_the_run_folders(tmp_path, capsys, monkeypatch):
@@ -69,11 +78,11 @@ def test_claims_prints_each_arm_seed_by_seed_from_the_run_folders(tmp_path, caps
             Config(ln="off", seed=seed, data_seed=data_seed, steps=1000).to_dict()))
         loss = np.where(steps >= (grok or 10 ** 9), 0.005, 1.0)
         np.savez(run / "metrics.npz", step=steps, test_loss=loss, test_acc=1 - loss)
-    monkeypatch.setitem(claims.SECTIONS, "coupling", ("c", str(tmp_path / "no"), "-",
-                                                      claims.coupling))
-    monkeypatch.setitem(claims.COPIES, "coupling", str(tmp_path))  # read: runs/ has none
-    monkeypatch.setitem(claims.SECTIONS, "grids", ("g", str(tmp_path / "no"), "make it", print))
-    monkeypatch.delitem(claims.COPIES, "grids")
+    # coupling's runs/ has none: its copy is read
+    monkeypatch.setitem(claims.SECTIONS, "coupling", Section("c", str(tmp_path / "no"), "-",
+                                                             singh.coupling, str(tmp_path)))
+    monkeypatch.setitem(claims.SECTIONS, "grids", Section("g", str(tmp_path / "no"), "make it",
+                                                          print))
     claims.main(["coupling", "grids"])
     out = capsys.readouterr().out
     assert "| coupled: split and init from one seed | s0: 300 / s1: - | 300 +- 0 (1/2) | " \
@@ -87,7 +96,7 @@ def test_claims_prints_each_arm_seed_by_seed_from_the_run_folders(tmp_path, caps
     assert capsys.readouterr().out == f"## g ({tmp_path})\n\n{tmp_path}\n"
     with pytest.raises(SystemExit, match=f"^error: no runs in {tmp_path / 'no'}$"):
         claims.main(["coupling", str(tmp_path / "no")])
-    claims.per_seed(str(tmp_path), lambda c: f"seed {c.seed}", ref="centre")  # ref not run here
+    per_seed(str(tmp_path), lambda c: f"seed {c.seed}", ref="centre")  # ref not run here
     out = capsys.readouterr().out
     assert "vs centre (not among these runs): Mann-Whitney U / p |" in out \
         and out.count(" / p ") == 1  # in the header only: no test
@@ -98,15 +107,15 @@ def test_claims_prints_each_arm_seed_by_seed_from_the_run_folders(tmp_path, caps
         loss = np.where(steps >= grok, 0.005, 1.0)
         np.savez(run / "metrics.npz", step=steps, test_loss=loss, test_acc=1 - loss)
     for ref, other in (("lr=0.001", "lr=0.003"), ("lr=0.003", "lr=0.001")):
-        claims.per_seed(str(tmp_path / "lr"), ref=ref)
+        per_seed(str(tmp_path / "lr"), ref=ref)
         rows = [r for r in capsys.readouterr().out.splitlines() if r.startswith("| lr=")]
         assert rows[0].startswith(f"| {ref} |") and rows[0].endswith("| - |") \
             and rows[1].startswith(f"| {other} |") and "| U " in rows[1]
     cut = dict(step=np.arange(0, 301, 100))  # a run interrupted before its budget
     assert S.unfinished(Config(steps=1000), cut) == "- (stopped at 300 of 1000)"
     loss = np.array([1.0, 0.5, 6.0, 0.1, 0.9, 20.0])  # > 10x the evaluation before: 2
-    assert verdicts.jumps(np.arange(6) * 10, loss) == (2, 20)
-    assert verdicts.jumps(np.arange(3) * 10, np.array([1e-10, 1e-8, 1e-5])) == (0, None)
+    assert seedstats.jumps(np.arange(6) * 10, loss) == (2, 20)
+    assert seedstats.jumps(np.arange(3) * 10, np.array([1e-10, 1e-8, 1e-5])) == (0, None)
 
 
 def test_per_seed_flags_a_seed_mean_step_that_holds_a_stopped_run(tmp_path, capsys):
@@ -117,10 +126,10 @@ def test_per_seed_flags_a_seed_mean_step_that_holds_a_stopped_run(tmp_path, caps
         st = steps[steps <= last]  # seed 0 stopped at 500, 300 steps after its test loss 0.01
         loss = np.where(st >= grok, 0.005, 1.0)
         np.savez(run / "metrics.npz", step=st, test_loss=loss, test_acc=1 - loss)
-    claims.per_seed(str(tmp_path))
+    per_seed(str(tmp_path))
     assert "| 700 (held: a seed stopped at 500) | 200 / 700 |" in capsys.readouterr().out
     shutil.rmtree(tmp_path / "r_s1")  # without seed 1 the mean is low at 300
-    claims.per_seed(str(tmp_path))
+    per_seed(str(tmp_path))
     assert "| 300 | 200 / 300 |" in capsys.readouterr().out
 
 
@@ -151,14 +160,14 @@ def test_table_scripts_answer_help_and_a_missing_folder_without_touching_the_dis
     for argv, code in ((["--help"], False), (["-h"], False), (["a", "b"], True), (["-x"], True)):
         monkeypatch.setattr(sys, "argv", ["metrics_table.py"] + argv)
         with pytest.raises(SystemExit) as e:
-            metrics_table.folder_arg(metrics_table.__doc__, "runs/interventions")
+            runsets.folder_arg(metrics_table.__doc__, "runs/interventions")
         assert e.value.code == code and "metrics_table.py runs/" in capsys.readouterr().out
     monkeypatch.setattr(sys, "argv", ["gu_table.py", "nowhere"])
     with pytest.raises(SystemExit, match="^error: no folder nowhere$"):
-        metrics_table.folder_arg("doc")
+        runsets.folder_arg("doc")
     monkeypatch.setattr(sys, "argv", ["gu_table.py"])  # no default: the folder is required
     with pytest.raises(SystemExit) as e:
-        metrics_table.folder_arg("doc")
+        runsets.folder_arg("doc")
     assert e.value.code is True and os.listdir(tmp_path) == []  # nothing written (no '--help/')
 
 
@@ -188,13 +197,13 @@ def test_a_copied_run_brings_its_analysis_and_a_bare_one_says_it_has_no_checkpoi
     (run / "config.json").write_text(json.dumps(Config(ln="off", seed=1).to_dict()))
     np.savez(run / "metrics.npz", step=np.arange(3), test_loss=np.ones(3))
     with pytest.raises(Stop, match="no checkpoints"):  # nothing to analyse, nothing kept
-        claims.load(str(tmp_path), analysed=True)
+        load(str(tmp_path), analysed=True)
     monkeypatch.setitem(claims.SECTIONS, "placement_measures",
-                        ("m", str(tmp_path), "-", claims.placement_measures))
+                        Section("m", str(tmp_path), "-", singh.placement_measures))
     with pytest.raises(SystemExit, match="^error: .*ln-off_s1: no checkpoints$"):  # one line
         claims.main(["placement_measures"])
     np.savez(run / "analysis.npz", step=np.arange(3), sr_train=np.full(3, 4.0))
-    _, _, r = claims.load(str(tmp_path), analysed=True)[str(run)]
+    _, _, r = load(str(tmp_path), analysed=True)[str(run)]
     assert list(r["sr_train"]) == [4.0] * 3
 
 
@@ -211,7 +220,7 @@ def test_regularizers_counts_jumps_and_reads_the_fits_at_the_last_checkpoint(tmp
         np.savez(run / "analysis.npz", step=steps[::2], gini_embed=np.array([0.1, 0.2, 0.3]),
                  gini_logit=np.array([0.1, 0.5, 0.6]), keys=np.array([4, 17]), keys_embed=[4],
                  cos_r2_per_freq=np.array(0.9512), one_freq_share=np.array(0.8457))
-    claims.regularizers(str(tmp_path))
+    nanda.regularizers(str(tmp_path))
     out = capsys.readouterr().out
     # seed 0: 0.1 -> 2.0 and 0.01 -> 0.2 are jumps of more than 10x (the first at step 20)
     assert "| all runs | 0 | 20 | 20 | 0.970 / 0.001 | 2 (20) | 0.70 | 40 | 0.30 / 0.60 | " \
@@ -240,7 +249,7 @@ def test_gu_quadratic_counts_the_test_pairs_answered_from_the_runs_split(tmp_pat
         np.savez(run / "metrics.npz", step=np.arange(3) * 100, test_acc=np.array(acc))
         np.savez(run / "analysis.npz", step=np.array([0, 200]), swap_share=np.array(share),
                  swap_acc=np.array(swap), noswap_acc=np.array(noswap))
-    claims.gu_quadratic(str(tmp_path))
+    gu.gu_quadratic(str(tmp_path))
     out = capsys.readouterr().out
     assert "| 0.3 | 1 | 35 | 0.300 | 0.300 | 10 | 0.310 | 0.980 / 0.010 |" in out
     assert "| 0.5 | 1 | 25 | 0.600 | 0.500 | 12 | 0.520 | 1.000 / 0.020 |" in out  # 12.5 -> 12
@@ -259,7 +268,7 @@ def test_cleanup_prints_the_mainline_fits_and_measures_every_1600_steps_to_16k(t
                  keys_neurons=[7, 9], one_freq_share=0.5, cos_r2_per_freq=0.98, cos_r2=0.7,
                  **{k: steps / 1e4 for k in ("test_loss", "restricted_loss", "excluded_loss",
                                              "gini_embed", "gini_logit", "weight_norm")})
-    claims.cleanup(str(tmp_path))
+    nanda.cleanup(str(tmp_path))
     out = capsys.readouterr().out
     assert "| 0 | 10000 | [7] / [7, 9] / [7, 13] | 256 of 512 | 98.0% / 70.0% |" in out
     rows = [line.split("|")[1].strip() for line in out.splitlines()  # one run's: the mainline
@@ -311,7 +320,7 @@ def test_phases_reads_gini_and_weight_norm_at_each_phase_end(tmp_path, capsys):
     np.savez(run / "metrics.npz", step=steps, test_loss=loss, weight_norm=wn)
     np.savez(run / "analysis.npz", step=steps, gini_embed=steps / 1000, gini_logit=steps / 2000,
              weight_norm=wn)
-    claims.phases(str(tmp_path))
+    nanda.phases(str(tmp_path))
     assert "| 0 | 100 | 300 | 500 | 100: 0.1 / 0.05 / 50 | 300: 0.3 / 0.15 / 30 | " \
            "500: 0.5 / 0.25 / 10 | 3000: 3 / 1.5 / 10 |" in capsys.readouterr().out
 
@@ -325,7 +334,7 @@ def test_c_fourier_gives_each_seed_and_their_mean_at_each_step(tmp_path, capsys)
         np.savez(run / "metrics.npz", step=steps, test_loss=np.ones(len(steps)))
         keep = steps <= last  # seed 2 of No LN stopped at 1500: no value at 2000
         np.savez(run / "analysis.npz", step=steps[keep], c_fourier=scale * steps[keep] / 1000)
-    claims.c_fourier(str(tmp_path), steps=(500, 2000))
+    singh.c_fourier(str(tmp_path), steps=(500, 2000))
     out = capsys.readouterr().out
     assert "| pre (M+A*) | 0.1 (0.05 / 0.15) | 0.4 (0.2 / 0.6) |" in out  # M+A* before No LN
     assert "| off (No LN) | 1 (0.5 / 1.5) | 2 (2 / -) | 0.186 |" in out
@@ -333,22 +342,21 @@ def test_c_fourier_gives_each_seed_and_their_mean_at_each_step(tmp_path, capsys)
 
 def test_every_section_reads_a_committed_copy_or_says_what_makes_its_runs(tmp_path, capsys,
                                                                          monkeypatch):
-    for name, (_, root, _, _) in claims.SECTIONS.items():
-        assert root is None or name in claims.COPIES
-    for copy in claims.COPIES.values():
-        here = os.path.join(os.path.dirname(os.path.abspath(__file__)), copy, "runs.npz")
-        assert os.path.isfile(here), copy
-    heading, _, make, show = claims.SECTIONS["regularizers"]  # neither runs/ nor a copy
+    for name, section in claims.SECTIONS.items():
+        assert section.folder is None or section.copy, name
+        if section.copy:
+            here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "reproduction",
+                                section.copy, "runs.npz")
+            assert os.path.isfile(here), section.copy
+    section = claims.SECTIONS["regularizers"]  # neither runs/ nor a copy
     monkeypatch.setitem(claims.SECTIONS, "regularizers",
-                        (heading, str(tmp_path / "none"), make, show))
-    monkeypatch.delitem(claims.COPIES, "regularizers")
+                        section._replace(folder=str(tmp_path / "none"), copy=None))
     claims.main(["regularizers"])
     made = "runs not committed; made by: bash experiments/nanda_regularizers.sh --batched | bash\n"
     assert made in capsys.readouterr().out
 
 
 def test_head_wave_fit_finds_the_frequency_and_its_share_of_variance():
-    import claims_registry as R
     p, a = 31, np.arange(31)
     wave = lambda k: 2 * np.pi * k * a / p
     sigmoid = lambda s: 1 / (1 + np.exp(-s))
@@ -356,43 +364,40 @@ def test_head_wave_fit_finds_the_frequency_and_its_share_of_variance():
     # the two are orthogonal, so k 5 alone explains 2^2 / (2^2 + 1^2) of the variance of s(a) -
     # s(b), whose logit the attention weight to a is
     score = 2 * np.cos(wave(5)) + np.sin(wave(9))
-    k, fve = R.head_wave_fit(sigmoid(score[:, None] - score[None, :]))
+    k, fve = seedstats.head_wave_fit(sigmoid(score[:, None] - score[None, :]))
     assert k == 5 and fve == pytest.approx(0.8)
-    k, fve = R.head_wave_fit(sigmoid(np.cos(wave(3) + 1)[:, None] - np.cos(wave(3) + 1)[None]))
+    k, fve = seedstats.head_wave_fit(sigmoid(np.cos(wave(3) + 1)[:, None] - np.cos(wave(3) + 1)[None]))
     assert k == 3 and fve == pytest.approx(1.0)  # any phase: a cos and a sin coefficient
     r = dict(final_attn_a=np.stack([sigmoid(score[:, None] - score[None, :])] * 2))
-    assert R.heads_fit(None, r) == pytest.approx(0.8)
+    assert seedstats.heads_fit(None, r) == pytest.approx(0.8)
 
 
 def test_largest_rise_and_largest_move_share_on_hand_made_curves():
-    import claims_registry as R
-    assert R.largest_rise([5, 1, 3, 2, 6, 0]) == 5  # from 1 up to 6
-    assert R.largest_rise([5, 4, 4, 1e-3, 1e-9]) == 0  # never rises
+    assert seedstats.largest_rise([5, 1, 3, 2, 6, 0]) == 5  # from 1 up to 6
+    assert seedstats.largest_rise([5, 4, 4, 1e-3, 1e-9]) == 0  # never rises
     # the curve's own steps are not the grid's: linear between them, 0 / 0.5 / 1 / 4 / 2 on the
     # grid 0..400 every 100, changes 0.5, 0.5, 3, 2: the largest 3 of 6
     step, v = np.array([0, 200, 300, 400]), np.array([0.0, 1.0, 4.0, 2.0])
-    assert R.largest_move_share(step, v, grid=np.arange(0, 401, 100)) == pytest.approx(0.5)
-    assert R.largest_move_share(np.arange(5), np.arange(5.0), grid=np.arange(5)) == 0.25
+    assert seedstats.largest_move_share(step, v, grid=np.arange(0, 401, 100)) == pytest.approx(0.5)
+    assert seedstats.largest_move_share(np.arange(5), np.arange(5.0), grid=np.arange(5)) == 0.25
 
 
 def test_med_beats_a_measure_only_above_its_correlation_in_either_direction():
-    import claims_registry as R
     loss = np.array([5.0, 4, 3, 2, 1])
     r = dict(test_loss=loss, med=loss + 0.1, half=np.array([1.0, 3, 2, 5, 4]),
              anti=-loss, gone=np.full(5, np.nan))
     # Spearman of half with the loss: rank differences 4, 1, 1, -3, -3, 1 - 6 * 36 / (5 * 24)
-    assert R.tracking(r, ("half",)) == pytest.approx(0.8)
-    assert R.tracking(r, ("half", "anti")) == pytest.approx(1.0)  # the better of two keys
-    assert R.med_beats(("half",))(None, r) is True
-    assert R.med_beats(("anti",))(None, r) is None  # |-1| ties MED's 1
-    assert R.med_beats(("gone",))(None, r) is None
+    assert seedstats.tracking(r, ("half",)) == pytest.approx(0.8)
+    assert seedstats.tracking(r, ("half", "anti")) == pytest.approx(1.0)  # the better of two keys
+    assert seedstats.med_beats(("half",))(None, r) is True
+    assert seedstats.med_beats(("anti",))(None, r) is None  # |-1| ties MED's 1
+    assert seedstats.med_beats(("gone",))(None, r) is None
     r["med"] = -loss  # MED going against test loss loses to any measure that follows it
-    assert R.med_beats(("half",))(None, r) is False
+    assert seedstats.med_beats(("half",))(None, r) is False
 
 
 def test_llc_shape_asks_for_the_rise_by_the_end_of_memorising_and_a_fall_after_grokking(
         tmp_path, capsys):
-    import claims_registry as R
     steps = np.arange(0, 3001, 100)
     # train loss <= 0.01 from 200, test loss from 2500: the memorised stretch holds the LLC
     # checkpoint 1000 (and 2000), the first after generalizing is 3000
@@ -400,21 +405,21 @@ def test_llc_shape_asks_for_the_rise_by_the_end_of_memorising_and_a_fall_after_g
              test_loss=np.where(steps < 2500, 5.0, 1e-3))
     llc_at = lambda *v: dict(step=steps, llc=np.interp(steps, [0, 1000, 2000, 3000], v)
                              * np.where(steps % 1000 == 0, 1.0, np.nan))
-    assert R.llc_shape(m, llc_at(0, 10, 12, 5)) is True       # devinterp's: up by 1000, then down
-    assert R.llc_shape(m, llc_at(0, 5, 12, 5)) is False       # 5 of 12: not half-way by 1000
-    assert R.llc_shape(m, llc_at(2, 7, 12, 5)) is True        # half-way from step 0's 2: 7
-    assert R.llc_shape(m, llc_at(0, 10, 12, 13)) is False     # no fall after generalizing
+    assert seedstats.llc_shape(m, llc_at(0, 10, 12, 5)) is True       # devinterp's: up by 1000, then down
+    assert seedstats.llc_shape(m, llc_at(0, 5, 12, 5)) is False       # 5 of 12: not half-way by 1000
+    assert seedstats.llc_shape(m, llc_at(2, 7, 12, 5)) is True        # half-way from step 0's 2: 7
+    assert seedstats.llc_shape(m, llc_at(0, 10, 12, 13)) is False     # no fall after generalizing
     r = llc_at(0, 10, 12, 5)
-    assert R.llc_shape(dict(m, test_loss=np.full(len(steps), 5.0)), r) is None  # never groks
+    assert seedstats.llc_shape(dict(m, test_loss=np.full(len(steps), 5.0)), r) is None  # never groks
     short = {k: v[steps <= 2400] for k, v in r.items()}       # no LLC checkpoint after 2500
-    assert R.llc_shape({k: v[steps <= 2400] for k, v in m.items()}, short) is None
+    assert seedstats.llc_shape({k: v[steps <= 2400] for k, v in m.items()}, short) is None
     (run := tmp_path / "ln-pre_s0").mkdir()
     (run / "config.json").write_text(json.dumps(Config().to_dict()))
     np.savez(run / "metrics.npz", **m)
     np.savez(run / "analysis.npz", **r, train_loss=m["train_loss"], test_loss=m["test_loss"],
              llc_chains=np.stack([r["llc"] - 1, r["llc"] + 1], 1),
              distance_irrelevance=steps / 3000, gradient_symmetricity=1 - steps / 3000)
-    claims.llc(str(tmp_path))
+    beyond.llc(str(tmp_path))
     out = capsys.readouterr().out
     assert "train loss <= 0.01 at 200, test loss at 2500; devinterp's shape: yes" in out
     assert "| 1000 | 0.001 | 5 | 10.00 (9.00 / 11.00) | 0.333 | 0.667 |" in out
@@ -430,11 +435,10 @@ def test_pizza_check_prints_model_a_by_our_measures_beside_their_notebook(capsys
 
 
 def test_seed_mean_curve_reads_the_mean_of_the_seeds_curves(monkeypatch):
-    import claims_registry as R
     step = np.arange(0, 500, 100)
     runs = [(Config(seed=s), {}, dict(step=step, v=s * np.ones(5))) for s in range(4)]
     group = type("G", (), {"get": lambda self, load: runs})()
-    res = R.seed_mean_curve(group, "v", lambda step, v: v[-1], 1.2, paper_seeds=2)(None)
+    res = rule.seed_mean_curve(group, "v", lambda step, v: v[-1], 1.2, paper_seeds=2)(None)
     assert res["ours"] == 1.5 and res["paper"] == 1.2 and res["seeds"] == [4]
     # seed s's curve ends at s: the interval is of the mean of 2 seeds drawn from 0-3, each
     # draw's mean computed here directly
@@ -470,26 +474,63 @@ def test_their_weights_load_into_our_nanda_model_and_sum_the_loss():
 
 
 def test_the_tuned_cells_are_the_tuning_stage_choice():
-    import claims_registry as R
     import pack
     with pack.opened(os.path.join("reproduction", "tuned_adamw")) as folder:
-        runs = claims.load(folder)
-    for ln, cell in R.TUNED.items():
-        assert claims.tuning_grid(runs, ln)[2] == cell
+        runs = load(folder)
+    for ln, cell in accelerators.TUNED.items():
+        assert accelerators.tuning_grid(runs, ln)[2] == cell
 
 
 def test_tuning_grid_chooses_the_first_cell_to_generalize_once_every_cell_is_done():
-    import claims_registry as R
 
     def run(ln, lr, wd, grok, last=10000):
         step = np.arange(0, last + 1, 10)
         loss = np.where(step >= grok, 0.001, 1.0) if grok else np.ones(len(step))
-        cfg = Config(ln=ln, lr=lr, wd=wd, seed=R.TUNING_SEED, steps=10000)
+        cfg = Config(ln=ln, lr=lr, wd=wd, seed=accelerators.TUNING_SEED, steps=10000)
         return cfg, dict(step=step, test_loss=loss), {}
     runs = {"a": run("pre", 1e-3, 1.0, 3000), "b": run("pre", 3e-3, 1.0, None),
             "c": run("pre", 1e-3, 3.0, 2000), "d": run("pre", 3e-3, 3.0, 2000)}
-    header, rows, chosen = claims.tuning_grid(runs, "pre")
+    header, rows, chosen = accelerators.tuning_grid(runs, "pre")
     assert chosen == (1e-3, 3.0)  # 2000 twice: the smaller lr
     assert rows == [["0.001", "3000", "2000"], ["0.003", "not reached in 10000", "2000"]]
     runs["b"] = run("pre", 3e-3, 1.0, None, last=5000)  # still running: no choice yet
-    assert claims.tuning_grid(runs, "pre")[2] is None
+    assert accelerators.tuning_grid(runs, "pre")[2] is None
+
+
+def test_a_section_given_another_experiments_runs_says_so(tmp_path, capsys, monkeypatch):
+    steps = np.arange(0, 1001, 100)
+
+    def run(folder, name, **kw):
+        (r := tmp_path / folder / name).mkdir(parents=True)
+        (r / "config.json").write_text(json.dumps(Config(steps=1000, **kw).to_dict()))
+        np.savez(r / "metrics.npz", step=steps, test_loss=np.ones(len(steps)),
+                 test_acc=np.zeros(len(steps)))
+    run("copy", "a_s0", seed=0)
+    run("same", "a_s7", seed=7)  # the copy's configuration on another seed: its experiment
+    run("other", "b_s0", seed=0, lr=3e-3)
+    monkeypatch.setitem(claims.SECTIONS, "grids", Section("g", "runs/none", "-", lambda root: None,
+                                                          str(tmp_path / "copy")))
+    claims.main(["grids", str(tmp_path / "same")])
+    assert "note:" not in capsys.readouterr().out
+    claims.main(["grids", str(tmp_path / "other")])
+    out = capsys.readouterr().out
+    assert f"note: 1 run of {tmp_path / 'other'} (b_s0) match no run of reproduction/" in out
+
+
+def test_paper_prints_its_verdict_rows_and_only_its_sections(capsys, monkeypatch):
+    shown = []
+    for name in claims.SECTIONS:
+        monkeypatch.setitem(claims.SECTIONS, name, claims.SECTIONS[name]._replace(
+            folder=None, show=lambda root, name=name: shown.append(name)))
+    monkeypatch.setattr(claims, "table", lambda done: f"{len(done)} rows")
+    monkeypatch.setattr(claims, "evaluate", lambda load, claims: claims)  # no runs read
+    claims.main(["--paper", "gu"])
+    out = capsys.readouterr().out
+    assert shown == list(gu.SECTIONS)
+    gu_claims = [c for c in claims.CLAIMS if c.paper == "Gu et al."]
+    assert f"{len(gu_claims)} rows" in out and len(gu_claims) == len(gu.CLAIMS) > 0
+    assert {c.paper for m in claims.PAPERS.values() for c in m.CLAIMS} == set(claims.ORDER)
+    for argv, said in ((["--paper"], "--paper takes one of"), (["--paper", "x"], "takes one of"),
+                       (["--paper", "gu", "med"], "takes no section names")):
+        with pytest.raises(SystemExit, match=said):
+            claims.main(argv)

@@ -13,7 +13,8 @@ import numpy as np
 from config import Config
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "experiments"))
-import claims  # noqa: E402
+import gu_table  # noqa: E402
+from runsets import load  # noqa: E402
 
 
 def test_holes_prints_each_hole_run_seed_by_seed_from_its_analysis(tmp_path, capsys):
@@ -29,7 +30,7 @@ def test_holes_prints_each_hole_run_seed_by_seed_from_its_analysis(tmp_path, cap
         np.savez(run / "analysis.npz", step=steps, hole_acc=np.array([0.0, 0.2, 0.9, 0.8]),
                  rest_acc=np.full(4, np.nan if name == "st" else 0.95), hole_bound=np.array(0.6),
                  hole_acc_shared=np.array(0.25), hole_acc_unshared=np.array(np.nan))
-    claims.gu_table.main(str(tmp_path))
+    gu_table.main(str(tmp_path))
     out = capsys.readouterr().out
     # square k=2 of p=7: 3 x 3 pairs; strip k=1: 2 rows of 7
     assert "| square k=2, one vocabulary | 0 | 9 | 200 | 0.990 | 0.980 | 0.800 / 0.900 | 0.950 " \
@@ -52,7 +53,7 @@ def test_uniformity_reads_each_spread_at_its_steps_for_runs_without_a_hole(tmp_p
                  diff_spread=np.array([1.0, 0.5, 0.3, 0.2])[:n],
                  med=np.array([2.0, 1.0, 0.6, 0.5])[:n],
                  hole_acc=np.zeros(n), rest_acc=np.zeros(n), hole_bound=np.array(0.5))
-    claims.gu_table.uniformity(claims.load(str(tmp_path), analysed=True))
+    gu_table.uniformity(load(str(tmp_path), analysed=True))
     rows = [r for r in capsys.readouterr().out.splitlines() if r.startswith("| wd")]
     # step 5000 lies between 2000 and 6000: 3/4 of the way
     assert rows == ["| wd 0, 1 layer(s), frac 0.3, p 7 | 0 | 6000 | 0.100 / 0.200 / 0.700 / "
@@ -74,10 +75,10 @@ def test_dnn_table_ranks_med_against_test_loss_and_reads_it_at_generalization(tm
                  med=np.array([4.0, 3.0, 2.0, 1.0]),  # falls with test loss: corr 1
                  med_hidden=np.array([1.0, 2.0, 3.0, 2.5]),  # rises, then falls a little
                  norm_spread=np.zeros(4))  # an MLP is not a row of the uniformity table
-    runs = claims.load(str(tmp_path), analysed=True)
-    claims.gu_table.uniformity(runs)
+    runs = load(str(tmp_path), analysed=True)
+    gu_table.uniformity(runs)
     assert capsys.readouterr().out == ""
-    claims.gu_table.dnn(runs)
+    gu_table.dnn(runs)
     rows = [r for r in capsys.readouterr().out.splitlines() if "input" in r]
     # ranks of med_hidden 0 1 3 2 against test loss 3 2 1 0: sum d^2 18, 1 - 6 * 18 / 60 = -0.8
     assert rows == ["| learned input, random split | 0 | 1500 | 1000 | 0.500 | 1.00; 4.000 / "
@@ -97,13 +98,13 @@ def test_depth_table_counts_falls_below_0_9_after_first_reaching_it(tmp_path, ca
                  test_acc=np.array([0.1, 0.95, 0.5, 0.97, 0.99, 0.99]))
         np.savez(run / "analysis.npz", step=steps[::2], test_loss=np.array([5.0, 2.0, 0.008]),
                  med=np.array([1.0, 3.0, 0.5]), norm_spread=np.zeros(3), diff_spread=np.zeros(3))
-    runs = claims.load(str(tmp_path), analysed=True)
-    claims.gu_table.depth(runs)
+    runs = load(str(tmp_path), analysed=True)
+    gu_table.depth(runs)
     rows = [r for r in capsys.readouterr().out.splitlines() if "layer" in r]
     # from step 100 on: 0.95, 0.5, 0.97, 0.99, 0.99, one of five below 0.9; MED ranks 1 2 0
     # against test loss 2 1 0: sum d^2 = 2, Spearman 1 - 6 * 2 / (3 * 8) = 0.5
     assert rows == ["| 2 layer(s), p 7 | 0 | 500 | 400 | 100 | 0.200 / 0.500 | 1.00 / 3.00 / "
                     "0.50 | 0.50 (3) |"]
-    claims.gu_table.uniformity(runs)  # the frac 0.5 run is depth's, not uniformity's
+    gu_table.uniformity(runs)  # the frac 0.5 run is depth's, not uniformity's
     assert [r.split(" | ")[0] for r in capsys.readouterr().out.splitlines()
             if "layer" in r] == ["| wd 1, 1 layer(s), frac 0.3, p 7"]

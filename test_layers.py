@@ -23,7 +23,18 @@ LAYERS = [
     ("train", "analyze"),                   # training and analysis: neither imports the other
     ("bench", "tl_export"),                 # the step benchmark: train.py's step; the
                                             # TransformerLens export of a checkpoint
-    ("experiments",),  # experiments/*.py: they import one another (claims collects the tables)
+    # experiments/: the results layer, each layer on the ones before
+    ("pack", "singh_numbers", "singh_released", "seedstats"),  # the packs, the papers' numbers
+                                            # and files, per-run statistics
+    ("runsets",),                           # the run copies and how claims and tables read them
+    ("rule", "metrics_table", "minibatch_table", "gu_table", "forecast", "clock_pizza"),
+                                            # the verdict rule and its tests; tables and
+                                            # computations over a folder of runs
+    ("render",),                            # the verdict table, the registry, shared tables
+    ("nanda", "singh", "gu", "alquabeh", "accelerators", "beyond"),  # a module a paper or topic:
+                                            # its claims, sections and runs; none imports another
+    ("claims",),                            # collects the papers' claims and sections
+    ("verdicts", "nanda_released", "llc_calibration"),  # scripts
     ("conftest",),     # the tests' shared helpers
     ("tests",),        # test_*.py: one test file never imports another (helpers: conftest)
 ]
@@ -34,9 +45,7 @@ MODULES = {os.path.basename(q)[:-3] for q in PATHS}
 
 def layer(name):
     """The index in LAYERS of a project module, or None if it has no layer."""
-    if name in EXPERIMENTS:
-        name = "experiments"
-    elif name.startswith("test_"):
+    if name.startswith("test_"):
         name = "tests"
     return next((i for i, names in enumerate(LAYERS) if name in names), None)
 
@@ -55,11 +64,9 @@ def imported(source):
 
 def upward(name, source):
     """The project modules that module `name`, of this source, may not import: those of its own
-    layer or above (experiments among themselves excepted)."""
+    layer or above."""
     bad = []
     for m in sorted(imported(source) & MODULES):
-        if name in EXPERIMENTS and m in EXPERIMENTS:
-            continue
         if layer(m) >= layer(name):
             bad.append(m)
     return bad
@@ -91,3 +98,5 @@ def test_the_rule_catches_an_upward_import():
     assert upward("test_model", "from test_train import helper\n") == ["test_train"]
     assert upward("runfiles", "import claims\n") == ["claims"]  # the core never imports experiments
     assert upward("claims", "import gu_table\nimport analyze\n") == []
+    assert upward("rule", "import claims\n") == ["claims"]  # the verdict rule never reads a paper
+    assert upward("singh", "import nanda\n") == ["nanda"]   # nor one paper's module another

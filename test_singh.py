@@ -17,6 +17,7 @@ from config import Config
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "experiments"))
 import claims  # noqa: E402
+import singh  # noqa: E402
 import singh_released  # noqa: E402
 
 
@@ -28,7 +29,7 @@ def test_claims_puts_singh_et_al_s_number_beside_each_placement(tmp_path, capsys
         (run / "config.json").write_text(json.dumps(Config(ln=ln, seed=seed).to_dict()))
         loss = np.where(steps >= (grok or 10 ** 9), 0.005, 1.0)
         np.savez(run / "metrics.npz", step=steps, test_loss=loss, test_acc=1 - loss)
-    claims.placements(str(tmp_path))
+    singh.placements(str(tmp_path))
     out = capsys.readouterr().out
     assert "| off (No LN) | s1: - (stopped at 1000 of 10000) |" in out  # the reference: first
     assert "| pre (M+A*) | s1: 300 / s2: 500 | 400 +- 100 (2/2) | 500 |" in out
@@ -38,26 +39,26 @@ def test_claims_puts_singh_et_al_s_number_beside_each_placement(tmp_path, capsys
 
 def test_claims_finds_singh_et_al_s_number_for_the_lr_and_wd_a_run_trains_with():
     off = dict(ln="off")
-    assert claims.singh_number(Config(**off, lr=1e-2, fix_wd=True)) \
+    assert singh.singh_number(Config(**off, lr=1e-2, fix_wd=True)) \
         == "4470 (first seed / all five: 3026 / 4788)"  # wd 0.1
-    assert claims.singh_number(Config(**off, alpha=0.5, alpha_lr=True)).startswith("2021 ")
-    assert claims.singh_number(Config(**off, alpha=0.5)) \
+    assert singh.singh_number(Config(**off, alpha=0.5, alpha_lr=True)).startswith("2021 ")
+    assert singh.singh_number(Config(**off, alpha=0.5)) \
         == "not reached (first seed / all five: 9155 / not all)"
-    assert claims.singh_number(Config(**off, wd=0.1)).endswith(": none / not all)")
-    assert claims.singh_number(Config(**off, wd=1.5)).startswith("6395 ")
+    assert singh.singh_number(Config(**off, wd=0.1)).endswith(": none / not all)")
+    assert singh.singh_number(Config(**off, wd=1.5)).startswith("6395 ")
     kaiming = dict(off, eps=0.0, init="kaiming")  # their appendix's sweep
-    assert claims.singh_number(Config(**kaiming, alpha=0.5, alpha_lr=True)).startswith("1736 ")
-    assert claims.singh_number(Config(**kaiming, wd=1.5)) == "-"  # not in that sweep
-    assert claims.singh_number(Config(**off, eps=0.0)) == "-"  # eps 0 with their LeCun init
-    assert claims.singh_number(Config(**off, wd=2.0)) == "-"  # not on their grid
-    assert claims.singh_number(Config(ln="pre")) == "-"
-    assert claims.singh_number(Config(**off, n_layers=3, d_model=64)) == "-"
+    assert singh.singh_number(Config(**kaiming, alpha=0.5, alpha_lr=True)).startswith("1736 ")
+    assert singh.singh_number(Config(**kaiming, wd=1.5)) == "-"  # not in that sweep
+    assert singh.singh_number(Config(**off, eps=0.0)) == "-"  # eps 0 with their LeCun init
+    assert singh.singh_number(Config(**off, wd=2.0)) == "-"  # not on their grid
+    assert singh.singh_number(Config(ln="pre")) == "-"
+    assert singh.singh_number(Config(**off, n_layers=3, d_model=64)) == "-"
     half = Config(**off, alpha=0.5, alpha_lr=True)
-    assert claims.singh_label(half) == "lr 0.004, wd 1, alpha 0.5"
-    assert claims.singh_label(Config(ln="pre", n_layers=3, d_model=64, d_mlp=256, lr=1e-2,
+    assert singh.singh_label(half) == "lr 0.004, wd 1, alpha 0.5"
+    assert singh.singh_label(Config(ln="pre", n_layers=3, d_model=64, d_mlp=256, lr=1e-2,
                                      fix_wd=True)) \
         == "ln pre, n_layers 3, d_model 64, d_mlp 256: lr 0.01, wd 0.1, alpha 1"
-    assert claims.singh_label(Config(**off, alpha=2, eps=0.0, init="kaiming")) \
+    assert singh.singh_label(Config(**off, alpha=2, eps=0.0, init="kaiming")) \
         == "eps 0, init kaiming: lr 0.001, wd 1, alpha 2"
 
 
@@ -67,8 +68,8 @@ def test_claims_early_prints_both_definitions_at_step_1000(monkeypatch, capsys):
         step=step, attn_entropy=np.array([1.0, 0.8 + s / 10, 0.4 + s / 10]),
         attn_entropy_per_head=np.full(3, 0.1), sr_train=np.full(3, 5.0),
         sr_train_ln=np.array([3.0, 3.0, 1.0]))) for ln in ("pre", "attn-pre-qk") for s in (0, 2)}
-    monkeypatch.setattr(claims, "load", lambda root, *a, **k: runs)
-    claims.early("r")
+    monkeypatch.setattr(singh, "load", lambda root, *a, **k: runs)
+    singh.early("r")
     out = capsys.readouterr().out
     row = "| ln=attn-pre-qk | 0.700 +- 0.100 | 0.100 +- 0.000 | 5.000 +- 0.000 | 2.000 +- 0.000 |"
     assert row in out
@@ -77,32 +78,32 @@ def test_claims_early_prints_both_definitions_at_step_1000(monkeypatch, capsys):
 def test_curve_points_and_sr_train_fall_by_hand(monkeypatch, capsys):
     step = np.arange(0, 3001, 500)  # checkpoints; step 1000 and g = 1250 read off a straight line
     v = np.array([1.0, 2.0, 3.0, 5.0, 4.0, 2.0, 1.5])
-    assert claims.curve_points(step, v, 1250) == (3.0, 5.0, 1500, 4.0, 1.5, 3000)
-    assert claims.curve_points(step, v, None)[3] is None
-    assert claims.rise_and_fall(step, v, 2000) == (5.0, 1.5)  # max up to 2000, then at 3000
-    assert claims.rise_and_fall(step, v, None) is None
-    assert claims.rise_and_fall(step, v, 2500) == (5.0, None)  # 1000 steps later: past the end
-    assert claims.curve_points(step[:2], v[:2], 1250)[::3] == (None, None)  # ended at 500
+    assert singh.curve_points(step, v, 1250) == (3.0, 5.0, 1500, 4.0, 1.5, 3000)
+    assert singh.curve_points(step, v, None)[3] is None
+    assert singh.rise_and_fall(step, v, 2000) == (5.0, 1.5)  # max up to 2000, then at 3000
+    assert singh.rise_and_fall(step, v, None) is None
+    assert singh.rise_and_fall(step, v, 2500) == (5.0, None)  # 1000 steps later: past the end
+    assert singh.curve_points(step[:2], v[:2], 1250)[::3] == (None, None)  # ended at 500
     m = lambda g: dict(step=step, test_loss=np.where(step >= g, 0.001, 1.0))
     runs = {f"r/ln-off_s{s}": (Config(ln="off", seed=s), m(g), dict(
         step=step, c_fourier=v * s, attn_entropy=v, sr_train=v + s)) for s, g in ((1, 1000),
                                                                             (3, 2000))}
-    monkeypatch.setattr(claims, "load", lambda root, *a, **k: runs)
-    claims.placement_measures("r")
+    monkeypatch.setattr(singh, "load", lambda root, *a, **k: runs)
+    singh.placement_measures("r")
     out = capsys.readouterr().out  # seed-mean curve <= 0.01 once both seeds are: 2000
     assert "| off (No LN) | c_fourier | 2000 | 6 | 10 at 1500 | 8 | 3 at 3000 | " \
            "0.186 / 3.35 at 10000 / 2.39 / 3.35 |" in out
     assert "| off (No LN) | s1: 4.00 -> 5 / s3: 8.00 -> 4.5 |" in out
     runs = {f"r/ln-post_s{s}": (Config(ln="post", seed=s), m(g), dict(  # not in the paper
         step=step, c_fourier=v, attn_entropy=v, sr_train=v)) for s, g in ((1, 2500), (2, 10 ** 9))}
-    claims.placement_measures("r")
+    singh.placement_measures("r")
     out = capsys.readouterr().out
     assert "| post (not in the paper) | sr_train | not reached | 3 | 5 at 1500 | - | 1.5 at 3000 " \
            "| not in their data |" in out and "| s1: 5.00 -> - / s2: never |" in out
     runs = {f"r/ln-mlp-pre_s{s}": (Config(ln="mlp-pre", seed=s), m(g), dict(
         step=step, rank=v * 10, power_law_alpha=v, power_law_alpha_f64=v, eff_rank=v,
         sr_train=v)) for s, g in ((1, 1000), (3, 2000))}
-    claims.placement_measures("r", claims.COMPRESSIBILITY)
+    singh.placement_measures("r", singh.COMPRESSIBILITY)
     out = capsys.readouterr().out  # their released curves beside; no SR-train table
     assert "| mlp-pre (M) | rank | 2000 | 30 | 50 at 1500 | 40 | 15 at 3000 | " \
            "128 / 128 at 200 / 116 / 31.4 |" in out and "SR-train" not in out
@@ -125,14 +126,14 @@ def test_singh_curve_numbers_are_read_off_their_released_curves():
             ln = col.split(": ")[1].split(" - ")[0] if ": " in col else col.split("__")[0]
             v = np.array([float(r[j]) for r in rows])
             if name.startswith("wd_"):  # a weight decay: its point of their No LN sweep
-                stat = claims.SINGH[1e-8, "singh"][1e-3, float(ln), 1][0]
+                stat = singh.SINGH[1e-8, "singh"][1e-3, float(ln), 1][0]
                 ln = "off" if ln == "1" else f"wd {ln}"  # their wd 1 curve is No LN's
             else:
-                stat = claims.SINGH_LN[ln][1][0]
+                stat = singh.SINGH_LN[ln][1][0]
             i = int(np.argmax(v))
             at = np.interp(stat, step, v) if stat else None  # A^qk: no step of theirs
             want = (np.interp(1000, step, v), v[i], step[i], at, v[-1])
-            assert claims.SINGH_CURVES[(key, ln)] == pytest.approx(want, rel=5e-3), (key, ln)
+            assert singh.SINGH_CURVES[(key, ln)] == pytest.approx(want, rel=5e-3), (key, ln)
 
 
 def test_singh_released_reads_the_three_first_steps_of_each_curve(tmp_path, monkeypatch):
@@ -153,20 +154,22 @@ def test_singh_released_reads_the_three_first_steps_of_each_curve(tmp_path, monk
     assert singh_released.update_medians(str(path)) == {"opt.learning_rate: 0.01": [2, 0.3]}
 
 
-def test_compressibility_wd_reads_the_weight_decay_sweep_but_its_centre(monkeypatch, capsys):
+def test_compressibility_wd_reads_the_analysed_points_of_the_weight_decay_sweep(monkeypatch, capsys):
     step = np.arange(0, 3001, 500)
     m = dict(step=step, test_loss=np.where(step >= 1000, 0.001, 1.0))
-    cfgs = [Config(ln="off", wd=1.5, seed=1), Config(ln="off", wd=1.5, seed=2),  # the sweep's
-            Config(ln="off", seed=1), Config(ln="off", lr=1e-2, fix_wd=True),  # wd 1; lr sweep
-            Config(ln="off", wd=1.5, eps=0.0, init="kaiming"), Config(ln="pre", wd=1.5),
-            Config(ln="off", wd=1.5, alpha=0.5), Config(ln="off", wd=1.5, n_layers=3)]
+    their = lambda **kw: Config(split_rng="singh", **kw)  # the sweep's runs: on their split
+    cfgs = [their(ln="off", wd=1.5, seed=1), their(ln="off", wd=1.5, seed=2),  # the sweep's
+            their(ln="off", seed=1), their(ln="off", lr=1e-2, fix_wd=True),  # wd 1; lr sweep
+            their(ln="off", wd=1.5, eps=0.0, init="kaiming"), their(ln="pre", wd=1.5),
+            their(ln="off", wd=1.5, alpha=0.5), their(ln="off", wd=1.5, n_layers=3),
+            their(ln="off", wd=0.1)]  # a point of the sweep the copy keeps unanalysed
     runs = {f"r/{i}": (c, m, dict(step=step, **{k: np.full(7, 40.0 + c.seed) for k in
-                                                claims.COMPRESSIBILITY + ("sr_train",)}))
+                                                singh.COMPRESSIBILITY + ("sr_train",)}))
             for i, c in enumerate(cfgs)}
     seen = []
-    monkeypatch.setattr(claims, "load", lambda root, analysed, keep: {
+    monkeypatch.setattr(singh, "load", lambda root, analysed, keep: {
         r: v for r, v in runs.items() if keep(v[0]) and not seen.append(r)})
-    claims.SECTIONS["compressibility_wd"][3]("r")
+    claims.SECTIONS["compressibility_wd"].show("r")
     out = capsys.readouterr().out  # only the two wd 1.5 runs are kept (and analysed)
     assert seen == ["r/0", "r/1"] and out.count("| wd ") == 4
     assert "| wd 1.5 | rank | 1000 | 41.5 | 41.5 at 0 | 41.5 | 41.5 at 3000 | " \

@@ -14,9 +14,14 @@ from config import Config
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "experiments"))
 import claims  # noqa: E402
-import claims_registry  # noqa: E402
+import nanda  # noqa: E402
 import plots  # noqa: E402
-import verdicts as V  # noqa: E402
+import render  # noqa: E402
+import rule as V  # noqa: E402
+import runsets  # noqa: E402
+from runsets import Runs, where  # noqa: E402
+from seedstats import grok_step  # noqa: E402
+from singh import placement  # noqa: E402
 
 
 def interval(paper, lo, hi, seeds=20):
@@ -87,24 +92,24 @@ def made_up_runs(tmp_path):
 
 
 def test_table_on_made_up_runs(tmp_path, monkeypatch):
-    monkeypatch.setattr(V, "REPRO", str(tmp_path))
+    monkeypatch.setattr(runsets, "REPRO", str(tmp_path))
     load = made_up_runs(tmp_path)
-    step = lambda m, r: V.grok_step(m)
-    row = lambda claim, test, like=True: dict(paper="P", claim=claim, value="-", source="S",
-                                              runs="-", statistic="-", like=like, differs="-",
-                                              section="grids", test=test)
-    made = [row("fast at 1400", V.crossing(V.Runs("fast"), 1400)),
-            row("fast at 3000", V.crossing(V.Runs("fast"), 3000)),
-            row("fast before slow", V.order([V.Runs("fast"), V.Runs("slow")], step)),
-            row("slow before fast", V.order([V.Runs("slow"), V.Runs("fast")], step)),
-            row("slow before fast, unlike", V.order([V.Runs("slow"), V.Runs("fast")], step),
+    step = lambda m, r: grok_step(m)
+    row = lambda claim, test, like=True: V.Claim(paper="P", claim=claim, value="-", source="S",
+                                                 statistic="-", like=like, differs="-",
+                                                 section="grids", test=test)
+    made = [row("fast at 1400", V.crossing(Runs("fast"), 1400)),
+            row("fast at 3000", V.crossing(Runs("fast"), 3000)),
+            row("fast before slow", V.order([Runs("fast"), Runs("slow")], step)),
+            row("slow before fast", V.order([Runs("slow"), Runs("fast")], step)),
+            row("slow before fast, unlike", V.order([Runs("slow"), Runs("fast")], step),
                 like=False),
-            row("every seed groks", V.signs(V.Runs("slow"), lambda m, r: step(m, r) is not None)),
-            row("a copy not committed", V.crossing(V.Runs("absent"), 100)),
-            row("no run kept", V.crossing(V.Runs("fast", lambda c: c.seed > 9), 100)),
-            row("a run stopped short", V.crossing(V.Runs("short"), 100))]
+            row("every seed groks", V.signs(Runs("slow"), lambda m, r: step(m, r) is not None)),
+            row("a copy not committed", V.crossing(Runs("absent"), 100)),
+            row("no run kept", V.crossing(Runs("fast", where("seed > 9", lambda c: c.seed > 9)), 100)),
+            row("a run stopped short", V.crossing(Runs("short"), 100))]
     done = V.evaluate(load, made)
-    got = {c["claim"]: (v, res) for c, res, v, _ in done}
+    got = {c.claim: (v, res) for c, res, v, _ in done}
     # the seed-mean curve of the five crosses when the last seed does: 1400, in every draw at most
     assert got["fast at 1400"][1]["ours"] == 1400 and got["fast at 1400"][0] == "reproduced"
     assert got["fast at 3000"][0] == "inconclusive"  # outside, but 5 seeds < MIN_SEEDS
@@ -118,16 +123,18 @@ def test_table_on_made_up_runs(tmp_path, monkeypatch):
     assert got["no run kept"][0] == "not addressed"
     assert got["a run stopped short"][0] == "not addressed"  # never there, but stopped early
     assert "seeds [0] stopped before their budget" in got["a run stopped short"][1]["reason"]
-    table = V.table(done)
+    table = render.table(done)
     lines = table.splitlines()
     assert len(lines) == 2 + len(made)  # header, rule line, a row a claim
     assert "| P | fast at 1400 |" in lines[2] and "1400 [" in lines[2]
     assert "**reproduced**" in lines[2] and "`python experiments/claims.py grids`" in lines[2]
     assert "p 0.00397" in lines[4]
-    reg = V.registry(made).splitlines()
-    assert len(reg) == 2 + len(made) and "| P | fast at 1400 | - | - | - |" in reg[2]
+    reg = render.registry(made).splitlines()
+    assert len(reg) == 2 + len(made) and "| P | fast at 1400 | fast | - | - |" in reg[2]
+    assert "| fast against slow |" in reg[4]  # the runs a test reads, as it selects them
+    assert "| fast (seed > 9) |" in reg[9]
     assert "| not like for like: - |" in reg[6]  # the row that is not like for like
-    rows = V.forest_rows(done)
+    rows = render.forest_rows(done)
     assert [r[0] for r in rows] == ["P: fast at 1400", "P: fast at 3000"]
     plots.forest(str(tmp_path / "verdicts.png"), rows)
     assert os.path.getsize(tmp_path / "verdicts.png") > 0
@@ -136,7 +143,7 @@ def test_table_on_made_up_runs(tmp_path, monkeypatch):
 def test_regularizer_claims_pick_their_runs(tmp_path, monkeypatch):
     """Appendix D's rows on made-up copies: every dropout run reaches test accuracy 0.95 and the
     L1 run does not (the paper's way); float32 jumps and float64 does not."""
-    monkeypatch.setattr(V, "REPRO", str(tmp_path))
+    monkeypatch.setattr(runsets, "REPRO", str(tmp_path))
     step = np.arange(0, 40001, 1000)
     smooth = np.geomspace(1, 1e-6, len(step))
     jumpy = smooth.copy()
@@ -157,7 +164,7 @@ def test_regularizer_claims_pick_their_runs(tmp_path, monkeypatch):
     load = lambda root, analysed=False, keep=lambda c: True: {
         k: v for k, v in runs[root].items() if keep(v[0])}
     dropout, l1, float32 = [res for _, res, _, _ in
-                            V.evaluate(load, claims_registry.regularizer_claims())]
+                            V.evaluate(load, nanda.regularizer_claims())]
     assert (dropout["share"], dropout["seeds"]) == (1.0, [2])  # both dropout runs grok
     assert dropout["p"] == pytest.approx(0.25)
     assert (l1["share"], l1["seeds"]) == (1.0, [1])  # L1 never does
@@ -178,14 +185,14 @@ def test_any_differs_is_bonferroni_over_the_subgroups_against_the_base():
     assert res["seeds"] == [5, 5, 5]
     v, why = V.verdict(res, True)
     assert (v, why) == ("reproduced", "a difference at p 0.0159 (pre against off)")
-    assert V.ours(res) == "p 0.0159"  # no paper direction, so no opposite
+    assert render.ours(res) == "p 0.0159"  # no paper direction, so no opposite
     runs[:] = [x for x in runs if x[0].ln != "pre"]  # mlp-pre interleaves with off
     assert V.verdict(differs(), True) == ("inconclusive", "neither way at p < 0.05")
     runs[:] = [x for x in runs if x[0].ln == "off"]
-    with pytest.raises(V.Missing, match="no runs but off's"):
+    with pytest.raises(runsets.Missing, match="no runs but off's"):
         differs()
     runs.clear()
-    with pytest.raises(V.Missing, match="no runs of off"):
+    with pytest.raises(runsets.Missing, match="no runs of off"):
         differs()
 
 
@@ -205,7 +212,7 @@ def test_trend_tests_the_papers_direction_either_way():
 
 def test_calibration_of_identical_seeds_holds_every_time(tmp_path, monkeypatch):
     """Seeds that all cross at one step: every interval is that step, so it always holds."""
-    monkeypatch.setattr(V, "REPRO", str(tmp_path))
+    monkeypatch.setattr(runsets, "REPRO", str(tmp_path))
     step = np.arange(0, 10001, 100)
     m = dict(step=step, test_loss=np.where(step < 3000, 1.0, 0.001))
     runs = {}
@@ -215,14 +222,14 @@ def test_calibration_of_identical_seeds_holds_every_time(tmp_path, monkeypatch):
                                       for s in seeds}
     load = lambda root, analysed=False, keep=lambda c: True: {
         k: v for k, v in runs[root].items() if keep(v[0])}
-    no_ln = claims_registry.placement("off")
+    no_ln = placement("off")
     assert V.calibrate(load, no_ln, ours=(5, 7, 8), trials=5, resamples=50) == {5: 1.0, 7: 1.0}
 
 
 def test_reproduction_md_shows_what_the_command_prints():
-    block = V.doc_block()
-    assert block is not None, f"REPRODUCTION.md has no {V.BEGIN} ... {V.END} block"
-    printed = V.report(V.evaluate(claims.load, claims_registry.CLAIMS))
+    block = render.doc_block()
+    assert block is not None, f"REPRODUCTION.md has no {render.BEGIN} ... {render.END} block"
+    printed = render.report(V.evaluate(runsets.load, claims.CLAIMS))
     assert block == printed, ("REPRODUCTION.md's verdict table differs from `python "
                               "experiments/claims.py verdicts`; `python experiments/verdicts.py "
                               "--write` puts the printed one in")

@@ -18,6 +18,7 @@ from runfiles import Stop, first_below  # noqa: E402
 from stats import rank_corr  # noqa: E402
 import summary as S  # noqa: E402
 import pack  # noqa: E402
+from runsets import folder_arg, load  # noqa: E402
 
 
 def holes(runs):
@@ -121,8 +122,7 @@ def dnn(runs):
 
 def main(root):
     """The four tables; returns the runs they read ({run: (cfg, metrics, analysis)})."""
-    import claims  # its loader (claims imports this module: import it late)
-    runs = claims.load(root, analysed=True)
+    runs = load(root, analysed=True)
     holes(runs)
     uniformity(runs)
     depth(runs)
@@ -131,7 +131,6 @@ def main(root):
 
 
 if __name__ == "__main__":
-    from metrics_table import folder_arg
     try:
         with pack.opened(folder_arg(__doc__)) as root:  # run folders, or their pack
             main(root)

@@ -28,6 +28,7 @@ from runfiles import (GROK, Stop, checkpoint_paths, first_below, load_checkpoint
 from stats import mann_whitney  # noqa: E402
 from summary import baselines, first_at_or_above, fmt, group_runs, markdown  # noqa: E402
 import pack  # noqa: E402
+from runsets import folder_arg  # noqa: E402
 
 
 @torch.no_grad()
@@ -139,19 +140,6 @@ def held(root, acc=0.95):
     print(markdown(["configuration", "seed", f"test acc >= {acc} first at", "last at",
                     "share of evaluations >= it from the first on", "best test acc",
                     "final test acc", "steps run"], rows))
-
-
-def folder_arg(doc, default=None):
-    """The folder named on the command line, or `default`: --help prints `doc`, and a folder
-    that is not there is a one-line error (each table script's command line)."""
-    args = sys.argv[1:]
-    if len(args) > 1 or (not args and default is None) or (args and args[0].startswith("-")):
-        print(doc.strip())
-        sys.exit(args not in (["-h"], ["--help"]))
-    root = args[0] if args else default
-    if not os.path.isdir(root):
-        sys.exit(f"error: no folder {root}")
-    return root
 
 
 if __name__ == "__main__":

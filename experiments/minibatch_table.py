@@ -24,6 +24,7 @@ from runfiles import (Stop, first_below, load_checkpoint, load_metrics,  # noqa:
                       save_atomic)
 from summary import first_at_or_above  # noqa: E402
 import pack  # noqa: E402
+from runsets import folder_arg  # noqa: E402
 
 
 def top_eigenvalues(run, cfg, x, y, step=2000):
@@ -83,7 +84,6 @@ def main(root):
 
 
 if __name__ == "__main__":
-    from metrics_table import folder_arg
     try:
         with pack.opened(folder_arg(__doc__, "runs/minibatch")) as root:  # runs, or their pack
             main(root)

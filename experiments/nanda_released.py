@@ -1,6 +1,6 @@
 """
 Nanda et al.'s numbers re-derived from their released runs, the source of NANDA_RELEASED in
-claims_registry.py. Their repository keeps loss curves (one entry an epoch) and final weights:
+experiments/nanda.py. Their repository keeps loss curves (one entry an epoch) and final weights:
 
     git clone https://github.com/mechanistic-interpretability-grokking/progress-measures-paper
     python experiments/nanda_released.py progress-measures-paper/saved_runs

@@ -1,0 +1,256 @@
+"""
+The grokking accelerators and their critics: Prieto et al. (StableMax, ⊥Grad, softmax collapse),
+Grokfast (Lee et al.), and the accelerators against an AdamW with its lr and wd tuned: the claims
+(CLAIMS), the tables of REPRODUCTION.md that show them (SECTIONS) and the runs they read.
+
+    python experiments/claims.py --paper accelerators   # its verdict rows and tables
+"""
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import metrics_table  # noqa: E402
+import pack  # noqa: E402
+import summary as S  # noqa: E402
+from render import Section  # noqa: E402
+from rule import Claim, order, signs, value  # noqa: E402
+from runsets import Runs, field, load, where  # noqa: E402
+from seedstats import acc_step, grok_step  # noqa: E402
+from singh_numbers import SINGH_LN  # noqa: E402
+from stats import mann_whitney  # noqa: E402
+
+PAPERS = ("Prieto et al.", "Grokfast (Lee et al.)", "the accelerators' critics")
+PRIETO, GROKFAST, CRITICS = PAPERS
+LN_NAME = {k: v[0] for k, v in SINGH_LN.items()}
+
+FIG1 = "prieto_fig1"
+GF_BOTH = "`python experiments/claims.py grokfast grokfast_wd0`"
+# the cells experiments/tuned_adamw.sh's stage 1 chose on seed 5 (`python experiments/claims.py
+# tuned_adamw` prints the choice; test_claims checks that these are it)
+TUNED = {"pre": (0.001, 1.0), "off": (0.006, 3.0)}
+TUNING_SEED = 5  # tuned_adamw.sh's stage 1: not among the seeds the methods are compared on
+# the packs holding each placement's methods; the first is the one the verdicts compare
+COMPARED = {"pre": ("interventions_pre",), "off": ("interventions_noln_zen5", "interventions_noln")}
+
+
+# ---------------------------------------------------------------- the tables
+
+
+
+def seed_steps(runs):
+    """{arm: {seed: step of test loss <= 0.01, or None}}; an arm is a run's name less its seed."""
+    arms = {}
+    for run, (cfg, m, _) in runs.items():
+        arm = os.path.basename(run).rsplit("_s", 1)[0]
+        arms.setdefault(arm, {})[cfg.seed] = grok_step(m)
+    return arms
+
+
+def tuning_grid(runs, ln):
+    """The tuning seed's cells of one placement, as printed rows, and the chosen (lr, wd): the
+    first to test loss 0.01 (a tie: the smaller lr, then wd); None while a cell is missing."""
+    grid = {}
+    for run, (cfg, m, _) in runs.items():
+        if cfg.ln == ln and cfg.seed == TUNING_SEED:
+            grid[cfg.lr, cfg.wd] = (grok_step(m), int(m["step"][-1]), cfg.steps)
+    lrs = sorted({lr for lr, _ in grid})
+    wds = sorted({wd for _, wd in grid})
+    rows = []
+    for lr in lrs:
+        row = [f"{lr:g}"]
+        for wd in wds:
+            if (lr, wd) not in grid:
+                row.append("-")
+                continue
+            step, last, budget = grid[lr, wd]
+            if step is not None:
+                row.append(str(step))
+            elif last < budget:
+                row.append(f"running (step {last} of {budget})")
+            else:
+                row.append(f"not reached in {budget}")
+        rows.append(row)
+    done = [(step, lr, wd) for (lr, wd), (step, _, _) in grid.items() if step is not None]
+    finished = all(step is not None or last == budget for step, last, budget in grid.values())
+    chosen = None
+    if done and finished and len(grid) == len(lrs) * len(wds):
+        chosen = min(done)[1:]
+    return ["lr \\ wd"] + [f"{wd:g}" for wd in wds], rows, chosen
+
+
+def tuned_adamw(root):
+    """experiments/tuned_adamw.sh: AdamW's lr x wd on the tuning seed, per placement (stage 1),
+    then the chosen cell on the compared seeds 0-4 beside every method and the matched AdamW of
+    interventions.sh (stage 2): steps to test loss 0.01 seed by seed, and a one-sided
+    Mann-Whitney test that the method gets there before the tuned AdamW."""
+    runs = load(root)
+    for ln in sorted({cfg.ln for cfg, _, _ in runs.values()}, key=lambda ln: ln != "pre"):
+        name = LN_NAME.get(ln, ln)
+        header, rows, chosen = tuning_grid(runs, ln)
+        print(f"{ln} ({name}), stage 1, seed {TUNING_SEED}: test loss <= 0.01 "
+              "at (rows lr, columns wd)\n")
+        print(S.markdown(header, rows))
+        if chosen is None:
+            print("the cell to compare: not yet chosen (cells missing or running)\n")
+            continue
+        lr, wd = chosen
+        print(f"the cell to compare: lr {lr:g}, wd {wd:g}\n")
+        tuned = {cfg.seed: grok_step(m) for cfg, m, _ in runs.values() if cfg.ln == ln
+                 and (cfg.lr, cfg.wd) == chosen and cfg.seed != TUNING_SEED}
+        if not tuned:
+            print("stage 2: the chosen cell is not run on the compared seeds\n")
+            continue
+        seeds = sorted(tuned)
+        arms = {f"tuned AdamW (lr {lr:g}, wd {wd:g})": tuned}
+        for copy in COMPARED[ln]:  # an arm in two packs: the first pack's
+            with pack.opened(os.path.join("reproduction", copy)) as folder:
+                for arm, steps in seed_steps(load(folder)).items():
+                    arms.setdefault(arm, steps)
+        rows = []
+        for arm, steps in arms.items():
+            these = [steps.get(s) for s in seeds]
+            if steps is tuned:
+                test = "-"
+            else:
+                test = "U {:g} / p {:.3f}".format(*mann_whitney(these, [tuned[s] for s in seeds],
+                                                                "less"))
+            rows.append([arm, " / ".join(str(v) if v is not None else "-" for v in these), test])
+        print(f"{ln} ({name}), stage 2, seeds {' '.join(map(str, seeds))}: test loss <= 0.01 at; "
+              "the methods from interventions.sh (another machine for No LN: Zen 5)\n")
+        print(S.markdown(["arm", "per seed", "earlier than the tuned AdamW: Mann-Whitney U / "
+                          "p (one-sided)"], rows))
+
+
+# ---------------------------------------------------------------- the claims
+
+
+
+def prieto_claims():
+    fig1 = lambda **kw: Runs(FIG1, field(**kw))
+    return [
+        Claim(paper=PRIETO, claim="⊥AdamW at lr 0.01, wd 0 reaches 95% test accuracy within 300 "
+                                 "epochs (Fig. 1a)",
+             value="<= 300", source="Fig. 1a", statistic="per seed: test accuracy 0.95 by step 300", like=True,
+             differs="like for like: their Fig. 1 setting", section="prieto",
+             test=signs(fig1(orthograd=True), lambda m, r: (acc_step(m) or np.inf) <= 300)),
+        Claim(paper=PRIETO, claim="with a float32 softmax the model does not generalize (Fig. 1c)",
+             value="no", source="Sec. 3, Fig. 1c", statistic="per seed: best test accuracy below 0.1", like=True,
+             differs="like for like: their Fig. 1 setting, 4000 steps", section="prieto",
+             test=signs(fig1(orthograd=False, loss_dtype="float32"),
+                        lambda m, r: float(np.max(m["test_acc"])) < 0.1)),
+        Claim(paper=PRIETO, claim="in float64 the softmax still does not grok within their budget "
+                                 "(Fig. 1c)",
+             value="no", source="Fig. 1c", statistic="per seed: best test accuracy below 0.1", like=True,
+             differs="like for like: their Fig. 1 setting and 80k", section="prieto",
+             test=signs(fig1(loss="ce", loss_dtype="float64"),
+                        lambda m, r: float(np.max(m["test_acc"])) < 0.1)),
+        Claim(paper=PRIETO, claim="at frac 0.7 a float32 softmax ends below float64 in test "
+                                 "accuracy (Fig. 2)",
+             value="float32 below", source="Fig. 2", statistic="per-seed best test accuracy, float32 below float64", like=True,
+             differs="like for like: their Fig. 2 setting (lr 5e-4, 20k)", section="collapse",
+             test=order([Runs("prieto_fig2", field(frac=0.7, loss_dtype=d)) for d in
+                         ("float32", "float64")], lambda m, r: float(np.max(m["test_acc"])),
+                        never=False)),
+        Claim(paper=PRIETO, claim="⊥AdamW groks without weight decay where AdamW does not "
+                                 "(on M+A*, the fair comparison)",
+             value="⊥AdamW first", source="Sec. 4", statistic="per-seed step to test accuracy 0.95, ⊥AdamW at wd 0 against AdamW at "
+                       "wd 0", like=False, differs="this project's model (M+A*), not theirs",
+             section="interventions",
+             test=order([Runs("interventions_pre", field(wd=0.0, orthograd=True)),
+                         Runs("interventions_pre", field(wd=0.0, orthograd=False))],
+                        lambda m, r: acc_step(m))),
+        Claim(paper=PRIETO, claim="StableMax groks without weight decay by ~80k epochs (Fig. 1b)",
+             value="yes", source="Fig. 1b", statistic="per seed: test accuracy 0.95 reached within 80k", like=True,
+             differs="like for like: their Fig. 1 setting and 80k", section="prieto_seeds",
+             test=signs(fig1(loss="stablemax"), lambda m, r: acc_step(m) is not None))]
+
+
+def grokfast_claims():
+    copy = lambda wd: "grokfast_setting_zen5" if wd else "grokfast_setting"
+    section = lambda wd: "grokfast" if wd else "grokfast_wd0"
+    gf = lambda wd, filt: Runs(copy(wd), field(wd=wd, grokfast=filt))
+    like = "their x*y mod 97 headline setting as near as this model gets; 5 seeds, theirs one run"
+    rows = [Claim(paper=GROKFAST, claim=f"Grokfast {name} reaches 95% validation accuracy at "
+                                       f"{v} iterations",
+                 value=v, source="their README", statistic="per seed: first step with test accuracy >= 0.95", like=False,
+                 differs=like, section=section(wd), label=name,
+                 test=value(gf(wd, filt), lambda m, r: acc_step(m), v))
+            for name, wd, filt, v in (("EMA", 0.005, "ema", 910), ("MA", 0.01, "ma", 790),
+                                      ("Adam baseline, wd 0", 0.0, "none", 39890))]
+    rows.append(Claim(
+        paper=GROKFAST, claim="Grokfast EMA groks sooner than Adam at wd 0 (their baseline)",
+        value="EMA first", source="their README",
+        statistic="per-seed step to test accuracy 0.95", like=False, differs=like,
+        section=None, command=GF_BOTH,
+        test=order([gf(0.005, "ema"), gf(0.0, "none")], lambda m, r: acc_step(m))))
+    rows.append(Claim(
+        paper=GROKFAST, claim="the EMA filter speeds grokking at the same weight decay",
+        value="EMA first", source="their README (the filter is the method)",
+        statistic="per-seed step to test accuracy "
+        "0.95, EMA against Adam at EMA's wd 0.005", like=False, differs=like, section="grokfast",
+        test=order([gf(0.005, "ema"), gf(0.005, "none")], lambda m, r: acc_step(m))))
+    return rows
+
+
+def tuned_claims():
+    rows = []
+    for ln, (copy, *_) in COMPARED.items():
+        lr, wd = TUNED[ln]
+        tuned = Runs("tuned_adamw", where(
+            f"ln {ln}, lr {lr:g}, wd {wd:g}, seeds but {TUNING_SEED}",
+            lambda c, pick=field(ln=ln, lr=lr, wd=wd): pick(c) and c.seed != TUNING_SEED))
+        for name, keep in (("Grokfast EMA", field(grokfast="ema", lr=0.001)),
+                           ("⊥AdamW", field(orthograd=True, wd=1.0)),
+                           ("Muon", field(optimizer="muon"))):
+            rows.append(Claim(
+                paper=CRITICS, claim=f"{name} groks before AdamW with its lr and wd tuned "
+                                     f"({LN_NAME[ln]})",
+                value=f"{name} first", source="what the method's paper implies",
+                statistic="per-seed step to test loss 0.01", like=False,
+                differs="AdamW tuned on seed 5 over lr {1e-3, 3e-3, 6e-3} x wd {1, 3}; the "
+                        "method at its paper's settings" + (", on a Zen 5" if ln == "off" else ""),
+                section="tuned_adamw", test=order([Runs(copy, keep, partial=True), tuned],
+                                                  lambda m, r: grok_step(m))))
+    return rows
+
+
+CLAIMS = prieto_claims() + grokfast_claims() + tuned_claims()
+INTERVENTIONS = "bash experiments/interventions.sh --list | bash"
+FIG1_RUNS = "bash experiments/interventions.sh --list | grep prieto_fig1 | bash"
+FIG2_RUNS = "bash experiments/interventions.sh --list | grep prieto_fig2 | bash"
+MUL = "bash experiments/interventions.sh --list | grep -- '--op mul' | bash"
+SECTIONS = {
+    "tuned_adamw": Section("A tuned AdamW beside the accelerators", "runs/tuned_adamw",
+                           "bash experiments/tuned_adamw.sh", tuned_adamw, "tuned_adamw"),
+    "prieto": Section("Grokking accelerators in Prieto et al.'s own setting (their Fig. 1)",
+                      "runs/prieto_fig1", FIG1_RUNS, metrics_table.main, "prieto_fig1"),
+    "prieto_seeds": Section("Prieto et al.'s Fig. 1, seed by seed: when test accuracy reaches "
+                            "0.95 and how long it stays", "runs/prieto_fig1", FIG1_RUNS,
+                            metrics_table.held, "prieto_fig1"),
+    "interventions": Section("Grokking accelerators", "runs/interventions", INTERVENTIONS,
+                             metrics_table.main, "interventions_pre"),
+    "interventions_noln": Section("Grokking accelerators on No LN", "runs/interventions",
+                                  INTERVENTIONS, metrics_table.main, "interventions_noln_zen5"),
+    "interventions_noln_ma": Section("Grokking accelerators on No LN: Grokfast MA, its controls "
+                                     "and the baseline again, another machine",
+                                     "runs/interventions", INTERVENTIONS, metrics_table.main,
+                                     "interventions_noln"),
+    "interventions_nanda": Section("Grokking accelerators on Nanda et al.'s model",
+                                   "runs/interventions", INTERVENTIONS, metrics_table.main,
+                                   "interventions_nanda"),
+    "grokfast": Section("Grokfast in its own setting: each filter against Adam at its weight "
+                        "decay", "runs/interventions", MUL, metrics_table.main,
+                        "grokfast_setting_zen5"),
+    "grokfast_wd0": Section("Grokfast's setting: Adam at wd 0 (their baseline), and the arms at "
+                            "wd 0.005 / 0.01 again on other machines", "runs/interventions", MUL,
+                            metrics_table.main, "grokfast_setting"),
+    "collapse": Section("Softmax in float16, float32 and float64 (Prieto et al.'s Fig. 2)",
+                        "runs/prieto_fig2", FIG2_RUNS, metrics_table.collapse, "prieto_fig2"),
+    "collapse_gpu": Section("Softmax in float16 on a GPU (Prieto et al.'s Fig. 2)",
+                            "runs/prieto_fig2", "bash experiments/interventions.sh --list | grep "
+                            "prieto_fig2 | grep float16 | bash", metrics_table.collapse,
+                            "prieto_fig2_gpu"),
+}
+
