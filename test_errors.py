@@ -4,9 +4,10 @@ says). Every row must end in exactly one line on stderr, starting with "error:",
 exit status, no traceback, and every file under the test folder as it was (nothing damaged,
 nothing left behind). A reviewer adds a case by adding a row.
 
-In each row, {root} is a folder holding a finished tiny run, {root}/r (train.py --p 7 --steps
-20, checkpoints at 0, 10, 20), after `setup` has broken it. Rows of train.py, analyze.py and
-bench.py run their main() in this process; the other scripts run as commands.
+In each row, {root} (in argv and in what the error says) is a folder holding a finished tiny
+run, {root}/r (train.py --p 7 --steps 20, checkpoints at 0, 10, 20), after `setup` has broken it.
+Rows of train.py, analyze.py and bench.py run their main() in this process; the other scripts
+run as commands.
 
     python -m pytest -q test_errors.py
 """
@@ -22,9 +23,13 @@ import torch
 
 import analyze
 import bench
+import runfiles
 import train
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "experiments"))
+import clock_pizza  # noqa: E402
+
 TINY = ["--p", "7", "--d-model", "16", "--n-heads", "2", "--d-mlp", "32", "--frac", "0.5",
         "--eval-every", "5", "--ckpt-every", "10", "--steps", "20", "--device", "cpu"]
 MAINS = {"train.py": train.main, "analyze.py": analyze.main, "bench.py": bench.main}
@@ -83,6 +88,21 @@ def no_setup(root):
     pass
 
 
+def npz(name, **arrays):
+    """A setup that writes an .npz of these arrays (object arrays pickled) below root."""
+    return lambda root: np.savez(os.path.join(root, name), **arrays)
+
+
+def copied(setup):
+    """A setup that makes r a copy of a run (no checkpoints, no resume.pt: its analysis.npz is
+    read, not made), then runs setup."""
+    def both(root):
+        shutil.rmtree(os.path.join(root, "r", "ckpt"))
+        os.remove(os.path.join(root, "r", "resume.pt"))
+        setup(root)
+    return both
+
+
 class Marker:
     """A pickle that, unpickled, runs code: it writes the file `path`."""
 
@@ -100,6 +120,15 @@ def crafted_pickle(name):
     return setup
 
 
+def pickled_npz(name, key):
+    """A setup that writes an .npz whose array `key`, unpickled, would create root/PWNED."""
+    def setup(root):
+        marker = np.array([Marker(os.path.join(root, "PWNED"))], dtype=object)
+        np.savez(os.path.join(root, name), **{key: marker})
+    return setup
+
+
+GARBAGE = np.random.default_rng(0).bytes(2000)  # not a zip, not an .npy
 RESUME = TINY[:-4] + ["--steps", "30", "--device", "cpu", "--out", "{root}", "--name", "r",
                       "--resume"]
 NEW = TINY + ["--out", "{root}", "--name", "new"]
@@ -187,6 +216,15 @@ CASES = [
     ("experiments/forecast.py", no_setup, ["--bogus"], "forecast.py takes no argument"),
     ("experiments/pack.py", no_setup, ["{root}"], "give SRC DEST"),
     ("experiments/pack.py", no_setup, ["-x", "y"], "give SRC DEST"),
+    # clock_pizza.py: a copy's analysis.npz that cannot be read, or of other measures
+    ("experiments/clock_pizza.py", copied(write("r/analysis.npz", b"")), ["{root}"],
+     "corrupt {root}/r/analysis.npz (EOFError"),
+    ("experiments/clock_pizza.py", copied(write("r/analysis.npz", b"PK\x03\x04 cut short")),
+     ["{root}"], "corrupt {root}/r/analysis.npz (BadZipFile"),
+    ("experiments/clock_pizza.py", copied(write("r/analysis.npz", GARBAGE)), ["{root}"],
+     "corrupt {root}/r/analysis.npz"),
+    ("experiments/clock_pizza.py", copied(npz("r/analysis.npz", step=np.arange(3))), ["{root}"],
+     "incomplete {root}/r/analysis.npz: no distance_irrelevance"),
     # the papers' released files: read without running their code
     ("experiments/nanda_released.py", crafted_pickle("mod_addition_frac_train_sweep.pth"),
      ["{root}"], "is not one of their saved runs"),
@@ -242,7 +280,7 @@ def test_a_bad_input_is_one_line_and_damages_nothing(script, setup, argv, expect
     assert "Traceback" not in err, err
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), err
-    assert expected in lines[0], err
+    assert expected.replace("{root}", str(root)) in lines[0], err
     if script == "train.py":  # a refused run says nothing else: no "run <folder>" first
         assert out == "", out
     assert snapshot(root) == before
@@ -321,3 +359,22 @@ def test_jobs_sh_job_n_is_repeat_safe_and_takes_the_shells_place(tmp_path):
     proc = subprocess.Popen(["bash", str(tmp_path / "experiments" / "jobs_test.sh"), "2"])
     assert proc.wait(timeout=60) == 0
     assert (tmp_path / "pid").read_text() == f"{proc.pid}\n"  # exec: signals reach the job
+
+
+@pytest.mark.parametrize("setup,expected", [
+    (write("m.npz", b""), "corrupt {path} (EOFError"),
+    (write("m.npz", b"PK\x03\x04 cut short"), "corrupt {path} (BadZipFile"),
+    (write("m.npz", GARBAGE), "corrupt {path} (ValueError"),
+    (pickled_npz("m.npz", "embed.W_E"), "corrupt {path} (ValueError: Object arrays"),
+    (npz("m.npz", **{"embed.W_E": np.zeros((128, 59))}), "{path} is not their model A"),
+])
+def test_their_model_a_broken_is_one_line_and_runs_no_code(setup, expected, tmp_path,
+                                                          monkeypatch):
+    setup(str(tmp_path))
+    path = str(tmp_path / "m.npz")
+    monkeypatch.setattr(clock_pizza, "MODEL_A", path)
+    clock_pizza.model_a_values.cache_clear()  # it may hold the values of the real file
+    with pytest.raises(runfiles.Stop) as e:
+        clock_pizza.model_a_table()
+    assert str(e.value).startswith(expected.format(path=path)) and "\n" not in str(e.value)
+    assert os.listdir(tmp_path) == ["m.npz"]  # no marker file
