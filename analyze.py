@@ -31,7 +31,7 @@ from measures import (FINAL, LLC_POINTS, MEASURES, llc_every, load_checkpoint_in
                       load_weights, run_context)
 from model import build_model
 from runfiles import (GROK, KEYS, ArgumentParser, Stop, checkpoint_paths, first_below,
-                      load_checkpoint, load_metrics, message, printable, save_atomic)
+                      load_checkpoint, load_metrics, load_npz, message, printable, save_atomic)
 from summary import grok_steps, group_runs, write_summary
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -272,7 +272,7 @@ def analysis_of(run_dir, llc=True):
     a run is analysed (analyse_run, quietly: cached when nothing changed)."""
     kept = os.path.join(run_dir, "analysis.npz")
     if os.path.exists(kept) and not glob.glob(os.path.join(run_dir, "ckpt", "step_*.pt")):
-        res = dict(np.load(kept))
+        res = load_npz(kept)  # one line naming it when it cannot be read
         if "keys_embed" not in res:  # an older copy's names: keys W_E's, keys_logit W_L's
             res["keys_embed"], res["keys"] = res.pop("keys", None), res.pop("keys_logit", None)
         return res

@@ -1,8 +1,9 @@
 """
 The run files and how a failure is said: a run folder holds config.json, metrics.npz, resume.pt
 and ckpt/step_XXXXXX.pt; every file is written whole or not at all (save_atomic), read back
-with one clear line when it is bad (load_checkpoint, load_metrics), and written by one process
-at a time (lock_run). Stop is the one-line error every script prints and exits or goes on with.
+with one clear line when it is bad (load_checkpoint, load_metrics, load_npz), and written by one
+process at a time (lock_run). Stop is the one-line error every script prints and exits or goes
+on with.
 
     from runfiles import Stop, save_atomic, load_checkpoint, load_metrics
 """
@@ -63,19 +64,20 @@ def disk_full(e):
 
 def save_atomic(obj, path):
     """Write to a temp file of this process and rename, so that a crash or a kill never leaves a
-    half-written file, nor a second writer a mix. .npz: a dict of arrays; .json: JSON; a str:
-    text; else torch.save. A failure removes the temp file and raises Stop."""
+    half-written file, nor a second writer a mix. A str: text (a JSON file's too, as pack.py
+    unpacks it); .npz: a dict of arrays; .json: JSON; else torch.save. A failure removes the
+    temp file and raises Stop."""
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
-        if path.endswith(".npz"):  # compressed: run folders get copied (reproduction/, a GPU's)
+        if isinstance(obj, str):
+            with open(tmp, "w", newline="") as f:
+                f.write(obj)
+        elif path.endswith(".npz"):  # compressed: run folders get copied (reproduction/, a GPU's)
             with open(tmp, "wb") as f:
                 np.savez_compressed(f, **obj)
         elif path.endswith(".json"):
             with open(tmp, "w") as f:
                 json.dump(obj, f, indent=1)
-        elif isinstance(obj, str):
-            with open(tmp, "w", newline="") as f:
-                f.write(obj)
         else:
             torch.save(obj, tmp)
         os.replace(tmp, path)
@@ -120,17 +122,27 @@ def load_checkpoint(path):
     return ck
 
 
-def load_metrics(path, keys=()):
-    """metrics.npz as {column: 1-d array}, checked: step and every column in keys there, all
-    of one length, steps increasing."""
+def load_npz(path):
+    """An .npz as {key: array}, never unpickling: Stop naming the file when it is missing or
+    cannot be read."""
     where = printable(path)
     try:
         with np.load(path, allow_pickle=False) as f:
-            m = {k: f[k] for k in f.files}
+            return {k: f[k] for k in f.files}
     except FileNotFoundError:
         raise Stop(f"missing {where}") from None
-    except Exception as e:  # truncated, not a zip, a column cut short
+    except Exception as e:  # empty, truncated, not a zip, a column cut short, an object array
         raise Stop(f"corrupt {where} ({message(e)})") from None
+
+
+def load_metrics(path, keys=()):
+    """metrics.npz as {column: 1-d array}, checked (check_metrics)."""
+    return check_metrics(load_npz(path), printable(path), keys)
+
+
+def check_metrics(m, where, keys=()):
+    """m ({column: array}) if step and every column in keys are there, all 1-d of one length,
+    steps increasing; else Stop naming `where` (a metrics.npz, or a pack's run)."""
     missing = [k for k in ("step", *keys) if k not in m]
     if missing:
         raise Stop(f"incomplete {where}: no {', '.join(missing)}")

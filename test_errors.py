@@ -4,12 +4,14 @@ says). Every row must end in exactly one line on stderr, starting with "error:",
 exit status, no traceback, and every file under the test folder as it was (nothing damaged,
 nothing left behind). A reviewer adds a case by adding a row.
 
-In each row, {root} is a folder holding a finished tiny run, {root}/r (train.py --p 7 --steps
-20, checkpoints at 0, 10, 20), after `setup` has broken it. Rows of train.py, analyze.py and
-bench.py run their main() in this process; the other scripts run as commands.
+In each row, {root} (in argv and in what the error says) is a folder holding a finished tiny
+run, {root}/r (train.py --p 7 --steps 20, checkpoints at 0, 10, 20), after `setup` has broken it.
+Rows of train.py, analyze.py and bench.py run their main() in this process; the other scripts
+run as commands.
 
     python -m pytest -q test_errors.py
 """
+import errno
 import hashlib
 import os
 import shutil
@@ -22,9 +24,14 @@ import torch
 
 import analyze
 import bench
+import runfiles
 import train
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "experiments"))
+import clock_pizza  # noqa: E402
+import pack  # noqa: E402
+
 TINY = ["--p", "7", "--d-model", "16", "--n-heads", "2", "--d-mlp", "32", "--frac", "0.5",
         "--eval-every", "5", "--ckpt-every", "10", "--steps", "20", "--device", "cpu"]
 MAINS = {"train.py": train.main, "analyze.py": analyze.main, "bench.py": bench.main}
@@ -83,6 +90,33 @@ def no_setup(root):
     pass
 
 
+def npz(name, **arrays):
+    """A setup that writes an .npz of these arrays (object arrays pickled) below root."""
+    return lambda root: np.savez(os.path.join(root, name), **arrays)
+
+
+def packed(change=lambda data: data):
+    """A setup that packs root's runs into root/p.npz, its bytes then changed by change."""
+    def setup(root):
+        path = os.path.join(root, "p.npz")
+        pack.pack(root, path)
+        with open(path, "rb") as f:
+            data = change(f.read())
+        with open(path, "wb") as f:
+            f.write(data)
+    return setup
+
+
+def copied(setup):
+    """A setup that makes r a copy of a run (no checkpoints, no resume.pt: its analysis.npz is
+    read, not made), then runs setup."""
+    def both(root):
+        shutil.rmtree(os.path.join(root, "r", "ckpt"))
+        os.remove(os.path.join(root, "r", "resume.pt"))
+        setup(root)
+    return both
+
+
 class Marker:
     """A pickle that, unpickled, runs code: it writes the file `path`."""
 
@@ -100,6 +134,15 @@ def crafted_pickle(name):
     return setup
 
 
+def pickled_npz(name, key):
+    """A setup that writes an .npz whose array `key`, unpickled, would create root/PWNED."""
+    def setup(root):
+        marker = np.array([Marker(os.path.join(root, "PWNED"))], dtype=object)
+        np.savez(os.path.join(root, name), **{key: marker})
+    return setup
+
+
+GARBAGE = np.random.default_rng(0).bytes(2000)  # not a zip, not an .npy
 RESUME = TINY[:-4] + ["--steps", "30", "--device", "cpu", "--out", "{root}", "--name", "r",
                       "--resume"]
 NEW = TINY + ["--out", "{root}", "--name", "new"]
@@ -187,6 +230,62 @@ CASES = [
     ("experiments/forecast.py", no_setup, ["--bogus"], "forecast.py takes no argument"),
     ("experiments/pack.py", no_setup, ["{root}"], "give SRC DEST"),
     ("experiments/pack.py", no_setup, ["-x", "y"], "give SRC DEST"),
+    # pack.py: a bad pack, unpacked, writes nothing; a run that is not one is never packed
+    ("experiments/pack.py", write("p.npz", b""), ["{root}/p.npz", "{root}/out"],
+     "p.npz: not a pack of runs (EOFError"),
+    ("experiments/pack.py", packed(lambda data: data[:len(data) // 2]),
+     ["{root}/p.npz", "{root}/out"], "p.npz: not a pack of runs (BadZipFile"),
+    ("experiments/pack.py", write("p.npz", GARBAGE), ["{root}/p.npz", "{root}/out"],
+     "p.npz: not a pack of runs"),
+    ("experiments/pack.py", npz("p.npz", step=np.arange(3)), ["{root}/p.npz", "{root}/out"],
+     "not a pack of runs (KeyError: 'index')"),
+    ("experiments/pack.py", pickled_npz("p.npz", "index"), ["{root}/p.npz", "{root}/out"],
+     "Object arrays cannot be loaded"),
+    ("experiments/pack.py", npz("p.npz", index=np.array('{"r": {"metrics.npz": {"step": '
+                                                        '["object", [2]]}}}'),
+                                **{"metrics.npz/step": np.arange(2)}),
+     ["{root}/p.npz", "{root}/out"], "metrics.npz/step of object"),
+    ("experiments/pack.py", npz("p.npz", index=np.array('{"..": {"config.json": "text"}}'),
+                                **{"config.json": np.array(["{}"])}),
+     ["{root}/p.npz", "{root}/out/in"], "'..'/'config.json' is not a run's file"),
+    ("experiments/pack.py", npz("p.npz", index=np.array('{"r": {"metrics.npz": {"step": '
+                                                        '["int64", [20]]}}}'),
+                                **{"metrics.npz/step": np.arange(3)}),
+     ["{root}/p.npz", "{root}/out"], "cannot reshape"),
+    ("experiments/pack.py", packed(), ["{root}/p.npz", "{root}/p.npz"], "cannot create"),
+    ("experiments/pack.py", no_setup, ["{root}", "{root}/r/config.json/p.npz"],
+     "cannot create"),
+    ("experiments/pack.py", no_setup, ["{root}", "/proc/p.npz"], "cannot write /proc/p.npz"),
+    ("experiments/pack.py", no_setup, ["{root}/r/config.json", "{root}/p.npz"],
+     "no run folders"),
+    ("experiments/pack.py", no_setup, ["{root}/r", "{root}/p.npz"], "no run folders"),
+    ("experiments/pack.py", write("r/metrics.npz", b""), ["{root}", "{root}/p.npz"],
+     "corrupt {root}/r/metrics.npz (EOFError"),
+    ("experiments/pack.py", edit_metrics(lambda m: {k: v for k, v in m.items() if k != "step"}),
+     ["{root}", "{root}/p.npz"], "incomplete {root}/r/metrics.npz: no step"),
+    ("experiments/pack.py", write("r/analysis.npz", b"PK\x03\x04 cut short"),
+     ["{root}", "{root}/p.npz"], "corrupt {root}/r/analysis.npz (BadZipFile"),
+    ("experiments/pack.py", pickled_npz("r/analysis.npz", "step"), ["{root}", "{root}/p.npz"],
+     "Object arrays cannot be loaded"),
+    ("experiments/pack.py", write("r/config.json", ""), ["{root}", "{root}/p.npz"],
+     "{root}/r/config.json is not a run's config"),
+    ("experiments/pack.py", write("r/config.json", '{"colour": 1}'), ["{root}", "{root}/p.npz"],
+     "unknown config keys ['colour']"),
+    ("experiments/pack.py", write("r/config.json", '{"frac": 2}'), ["{root}", "{root}/p.npz"],
+     "{root}/r/config.json: --frac 2 must be in (0, 1)"),
+    ("experiments/pack.py", lambda root: os.remove(os.path.join(root, "r", "config.json")),
+     ["{root}", "{root}/p.npz"], "{root}/r: no config.json"),
+    ("experiments/pack.py", write("r/hessian.json", b"\xff{}"), ["{root}", "{root}/p.npz"],
+     "cannot read {root}/r/hessian.json (UnicodeDecodeError"),
+    # clock_pizza.py: a copy's analysis.npz that cannot be read, or of other measures
+    ("experiments/clock_pizza.py", copied(write("r/analysis.npz", b"")), ["{root}"],
+     "corrupt {root}/r/analysis.npz (EOFError"),
+    ("experiments/clock_pizza.py", copied(write("r/analysis.npz", b"PK\x03\x04 cut short")),
+     ["{root}"], "corrupt {root}/r/analysis.npz (BadZipFile"),
+    ("experiments/clock_pizza.py", copied(write("r/analysis.npz", GARBAGE)), ["{root}"],
+     "corrupt {root}/r/analysis.npz"),
+    ("experiments/clock_pizza.py", copied(npz("r/analysis.npz", step=np.arange(3))), ["{root}"],
+     "incomplete {root}/r/analysis.npz: no distance_irrelevance"),
     # the papers' released files: read without running their code
     ("experiments/nanda_released.py", crafted_pickle("mod_addition_frac_train_sweep.pth"),
      ["{root}"], "is not one of their saved runs"),
@@ -242,7 +341,7 @@ def test_a_bad_input_is_one_line_and_damages_nothing(script, setup, argv, expect
     assert "Traceback" not in err, err
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: "), err
-    assert expected in lines[0], err
+    assert expected.replace("{root}", str(root)) in lines[0], err
     if script == "train.py":  # a refused run says nothing else: no "run <folder>" first
         assert out == "", out
     assert snapshot(root) == before
@@ -321,3 +420,42 @@ def test_jobs_sh_job_n_is_repeat_safe_and_takes_the_shells_place(tmp_path):
     proc = subprocess.Popen(["bash", str(tmp_path / "experiments" / "jobs_test.sh"), "2"])
     assert proc.wait(timeout=60) == 0
     assert (tmp_path / "pid").read_text() == f"{proc.pid}\n"  # exec: signals reach the job
+
+
+@pytest.mark.parametrize("unpacking", [False, True])
+def test_pack_py_on_a_full_disk_is_one_line_and_leaves_no_temp_file(unpacking, finished,
+                                                                   tmp_path, monkeypatch):
+    shutil.copytree(finished, tmp_path / "runs")
+    src, dest = str(tmp_path / "runs"), str(tmp_path / "p.npz")
+    if unpacking:
+        pack.pack(src, dest)
+        src, dest = dest, str(tmp_path / "back")
+
+    def short_write(f, **arrays):  # the disk fills up part way through an .npz
+        f.write(b"PK\x03\x04")
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(runfiles.np, "savez_compressed", short_write)
+    with pytest.raises(SystemExit) as e:
+        pack.main([src, dest])
+    assert str(e.value).startswith("error: no space left on the disk") and "\n" not in str(e.value)
+    assert not [f for _, _, fs in os.walk(tmp_path) for f in fs if f.endswith(".tmp")]
+    assert os.path.exists(dest) == unpacking  # a pack is written whole or not at all
+
+
+@pytest.mark.parametrize("setup,expected", [
+    (write("m.npz", b""), "corrupt {path} (EOFError"),
+    (write("m.npz", b"PK\x03\x04 cut short"), "corrupt {path} (BadZipFile"),
+    (write("m.npz", GARBAGE), "corrupt {path} (ValueError"),
+    (pickled_npz("m.npz", "embed.W_E"), "corrupt {path} (ValueError: Object arrays"),
+    (npz("m.npz", **{"embed.W_E": np.zeros((128, 59))}), "{path} is not their model A"),
+])
+def test_their_model_a_broken_is_one_line_and_runs_no_code(setup, expected, tmp_path,
+                                                          monkeypatch):
+    setup(str(tmp_path))
+    path = str(tmp_path / "m.npz")
+    monkeypatch.setattr(clock_pizza, "MODEL_A", path)
+    clock_pizza.model_a_values.cache_clear()  # it may hold the values of the real file
+    with pytest.raises(runfiles.Stop) as e:
+        clock_pizza.model_a_table()
+    assert str(e.value).startswith(expected.format(path=path)) and "\n" not in str(e.value)
+    assert os.listdir(tmp_path) == ["m.npz"]  # no marker file

@@ -5,6 +5,7 @@ is never forecast by a model fit on a seed of its own configuration.
 
     python -m pytest -q test_forecast.py
 """
+import io
 import itertools
 import json
 import os
@@ -12,6 +13,8 @@ import sys
 
 import numpy as np
 import pytest
+
+from runfiles import Stop
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "experiments"))
 import forecast as F  # noqa: E402
@@ -182,3 +185,38 @@ def test_lead_is_from_the_first_fraction_that_stays_good():
     assert F.first_good(done, "m") == (0.3, (100.0, 0.5))  # 0.1 is good, 0.2 not again
     done[0.5] = row(None)  # no run that generalizes is pending any more
     assert F.first_good(done, "m") == (None, None)
+
+
+def a_pack(config, **metrics):
+    """The bytes of a pack of one run, r, of this config.json text and these metrics."""
+    index = {"r": {"config.json": "text",
+                   "metrics.npz": {k: [str(v.dtype), list(v.shape)] for k, v in metrics.items()}}}
+    columns = {f"metrics.npz/{k}": v for k, v in metrics.items()}
+    out = io.BytesIO()
+    np.savez(out, index=np.array(json.dumps(index)), **{"config.json": np.array([config])},
+             **columns)
+    return out.getvalue()
+
+
+GOOD = a_pack('{"steps": 20, "loss": "ce"}', **made_run(0, 1e-3, 400, budget=20)["metrics"])
+
+
+@pytest.mark.parametrize("data,expected", [
+    (b"", "runs.npz: not a pack of runs (EOFError"),
+    (GOOD[:len(GOOD) // 2], "runs.npz: not a pack of runs (BadZipFile"),
+    (a_pack('{"colour": 1}', step=np.arange(3)), "run r: not a run's config (ValueError: unknown"),
+    (a_pack("[]", step=np.arange(3)), "run r: not a run's config (AttributeError"),
+    (a_pack('{"frac": 2}', step=np.arange(3)), "run r: not a run's config (Stop: --frac 2"),
+    (a_pack("{}", step=np.arange(3)), "run r: not a run's config (ValueError: no steps"),
+    (a_pack('{"steps": 20, "loss": "ce"}', step=np.arange(3)),
+     "incomplete {path}: run r: metrics.npz: no test_loss"),
+], ids=["empty", "cut short", "unknown key", "not an object", "bad option", "no steps",
+        "no test loss"])
+def test_a_corrupt_pack_is_one_line_naming_it(data, expected, tmp_path):
+    path = tmp_path / "exp" / "runs.npz"
+    path.parent.mkdir()
+    path.write_bytes(data)
+    with pytest.raises(Stop) as e:
+        F.load_runs(str(tmp_path))
+    assert expected.format(path=path) in str(e.value) and "\n" not in str(e.value), str(e.value)
+    assert str(path) in str(e.value)

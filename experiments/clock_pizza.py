@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import analyze as A  # noqa: E402
 import measures as M  # noqa: E402
 import summary as S  # noqa: E402
-from runfiles import KEYS, Stop, first_below, load_metrics  # noqa: E402
+from runfiles import KEYS, Stop, first_below, load_metrics, load_npz, printable  # noqa: E402
 from singh_numbers import SINGH_LN  # noqa: E402
 from stats import mann_whitney  # noqa: E402
 
@@ -59,6 +59,11 @@ ZHONG = {"their model A (Pizza, attention rate 0)":
 class ZhongModel(torch.nn.Module):
     """Zhong et al.'s one-layer transformer (their eval-main.ipynb) at attention rate 0, where
     every attention weight is 1 (softmax x 0 + 1): tokens [a, b] -> logits over c at b."""
+    SHAPES = {"embed.W_E": (128, MODEL_A_P), "pos_embed.W_pos": (2, 128),  # of model A's weights
+              "blocks.0.attn.W_V": (4, 32, 128), "blocks.0.attn.W_O": (128, 128),
+              "blocks.0.mlp.W_in": (512, 128), "blocks.0.mlp.b_in": (512,),
+              "blocks.0.mlp.W_out": (128, 512), "blocks.0.mlp.b_out": (128,),
+              "unembed.W_U": (128, MODEL_A_P)}
 
     def __init__(self, w):
         super().__init__()
@@ -85,12 +90,16 @@ class ZhongModel(torch.nn.Module):
 
 
 @functools.cache  # the table and both verdict rows read one computation (~2 s)
-def model_a_values(path=MODEL_A):
-    """{measure: value} of their model A by measures.py's distance irrelevance and gradient
-    symmetricity, on the pairs and triples their notebook uses."""
-    p = MODEL_A_P
-    with np.load(path) as f:
-        model = ZhongModel(dict(f))
+def model_a_values():
+    """{measure: value} of their model A (MODEL_A) by measures.py's distance irrelevance and
+    gradient symmetricity, on the pairs and triples their notebook uses."""
+    p, w = MODEL_A_P, load_npz(MODEL_A)
+    bad = [k for k, shape in ZhongModel.SHAPES.items() if k not in w or w[k].shape != shape
+           or w[k].dtype != np.float32]
+    if bad:
+        raise Stop(f"{printable(MODEL_A)} is not their model A: {', '.join(bad)} missing or not "
+                   "of its shape or float32")
+    model = ZhongModel(w)
     x = torch.tensor([[a, b] for a in range(p) for b in range(p)])
     y = (x[:, 0] + x[:, 1]) % p
     with torch.no_grad():
@@ -115,6 +124,10 @@ def model_a_table():
 def seed_values(run):
     """(config, {measure: (at generalization or None, at the last checkpoint)}) of one run."""
     r = A.analysis_of(run, llc=False)  # an analysis with the LLC serves too
+    missing = [k for k in ("step",) + MEASURED + (ATTENTION,) if k not in r]
+    if missing:  # a copy's, of an older analyze.py
+        raise Stop(f"incomplete {printable(os.path.join(run, 'analysis.npz'))}: no "
+                   f"{', '.join(missing)}")
     m = load_metrics(os.path.join(run, "metrics.npz"), KEYS)
     grok = first_below(m["step"], m["test_loss"])
     values = {k: (None if grok is None else S.at(r, k, grok), float(r[k][-1]))

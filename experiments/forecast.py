@@ -41,8 +41,9 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import pack  # noqa: E402
 import plots  # noqa: E402
+from config import Config  # noqa: E402
 from summary import first_at_or_above, markdown  # noqa: E402
-from runfiles import GROK, Stop, first_below  # noqa: E402
+from runfiles import GROK, Stop, check_metrics, first_below, message, printable  # noqa: E402
 from stats import sign_test, u_statistic  # noqa: E402
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
@@ -51,6 +52,8 @@ FIGURE = os.path.join(REPRO, "forecast.png")
 FRACTIONS = (0.05, 0.1, 0.2, 0.3, 0.5)  # of the budget, the points at which a run is forecast
 TOLERANCE = 0.2   # a forecast step within 20% of the true one counts as good (the lead time)
 MIN_ROWS = 5      # metric rows a run needs by the first fraction's step, for any trend to fit
+COLUMNS = ("test_loss", "train_loss", "test_acc", "train_acc", "weight_norm", "update_norm")  # of
+# metrics.npz, besides step, that a forecast reads
 RIDGE = 1.0       # L2 penalty of both models on standardised features (not on the intercept)
 NEWTON_STEPS = 50  # iterations of the logistic regression's Newton method (it converges in ~10)
 NOT_KEY = ("seed", "data_seed", "steps", "schedule_steps", "eval_every", "ckpt_every")  # a
@@ -77,7 +80,7 @@ def load_runs(repro=REPRO):
     for path in sorted(glob.glob(os.path.join(repro, "*", pack.PACK))):
         exp = os.path.basename(os.path.dirname(path))
         for name, files in pack.read(path).items():
-            cfg = json.loads(files["config.json"])
+            cfg = checked_config(path, name, files)
             run = dict(experiment=exp, name=name, key=config_key(cfg), cfg=cfg,
                        budget=int(cfg["steps"]), metrics=files["metrics.npz"],
                        analysis=files.get("analysis.npz", {}))
@@ -93,6 +96,21 @@ def load_runs(repro=REPRO):
     if not runs:
         raise Stop(f"no runs to forecast in {repro}/*/{pack.PACK}")
     return runs, skipped
+
+
+def checked_config(path, name, files):
+    """A pack's run's config.json as a dict, if it is a run's config and its metrics hold what
+    a forecast reads; else Stop naming the run."""
+    where = f"{printable(path)}: run {name}"
+    try:
+        cfg = json.loads(files["config.json"])
+        Config.from_dict(cfg).check()
+        if "steps" not in cfg or "loss" not in cfg:  # load_runs and unusable read them
+            raise ValueError("no steps or no loss")
+    except (KeyError, TypeError, ValueError, AttributeError) as e:  # none, not JSON, not a run's
+        raise Stop(f"{where}: not a run's config ({message(e)})") from None
+    check_metrics(files.get("metrics.npz", {}), f"{where}: metrics.npz", COLUMNS)
+    return cfg
 
 
 def config_key(cfg):

@@ -35,7 +35,9 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from runfiles import Stop  # noqa: E402
+from analyze import run_config  # noqa: E402
+from runfiles import (Stop, load_metrics, load_npz, message, printable,  # noqa: E402
+                      save_atomic)
 
 PACK = "runs.npz"  # an experiment folder's pack: reproduction/<experiment>/runs.npz
 # keys kept in float64, where rounding to float32 would move a number a table prints: none yet
@@ -69,51 +71,87 @@ def stored(key, a):
     return a.astype(np.float16 if key in FLOAT16 and fits16 else np.float32)
 
 
+def packed_files(folder, drop=()):
+    """What a pack keeps of a run folder: {JSON file: its text, .npz file: {key: array} but
+    drop's}, each checked (config.json a run's config, metrics.npz its metrics): a bad one is
+    a Stop naming it, never packed."""
+    try:
+        run_config(folder)
+    except Stop as e:  # a bad option is named, not the file it is in
+        config = printable(os.path.join(folder, "config.json"))
+        raise Stop(str(e) if printable(folder) in str(e) else f"{config}: {e}") from None
+    files = {}
+    for name in sorted(os.listdir(folder)):
+        path = os.path.join(folder, name)
+        if name.endswith(".json"):
+            try:
+                with open(path) as f:
+                    files[name] = f.read()
+                json.loads(files[name])
+            except (OSError, ValueError) as e:  # a folder, not UTF-8, not JSON
+                raise Stop(f"cannot read {printable(path)} ({message(e)})") from None
+        elif name.endswith(".npz"):
+            arrays = load_metrics(path) if name == "metrics.npz" else load_npz(path)
+            files[name] = {k: a for k, a in arrays.items() if k not in drop}
+    return files
+
+
 def pack(src, dest, drop=()):
     """Every run folder right below src in one compressed file at dest (written atomically),
     but the arrays named in drop; returns the runs' names."""
     runs = run_folders(src)
     if not runs:
-        raise Stop(f"no run folders (with metrics.npz) in {src}")
+        raise Stop(f"no run folders (with metrics.npz) in {printable(src)}")
     index, columns = {}, {}
     for run in runs:
         index[run] = {}
-        for name in sorted(os.listdir(os.path.join(src, run))):
-            path = os.path.join(src, run, name)
-            if name.endswith(".json"):
-                with open(path) as f:
-                    columns.setdefault(name, []).append(f.read())
+        for name, content in packed_files(os.path.join(src, run), drop).items():
+            if isinstance(content, str):
+                columns.setdefault(name, []).append(content)
                 index[run][name] = "text"
-            elif name.endswith(".npz"):
-                with np.load(path, allow_pickle=False) as z:
-                    arrays = {k: z[k] for k in z.files if k not in drop}
-                index[run][name] = {k: [str(a.dtype), list(a.shape)] for k, a in arrays.items()}
-                for k, a in arrays.items():
-                    columns.setdefault(f"{name}/{k}", []).append(stored(k, a).ravel())
+                continue
+            index[run][name] = {k: [str(a.dtype), list(a.shape)] for k, a in content.items()}
+            for k, a in content.items():
+                columns.setdefault(f"{name}/{k}", []).append(stored(k, a).ravel())
     columns = {col: np.array(parts) if isinstance(parts[0], str) else np.concatenate(parts)
                for col, parts in columns.items()}
     columns["index"] = np.array(json.dumps(index))
-    os.makedirs(os.path.dirname(os.path.abspath(dest)), exist_ok=True)
-    tmp = f"{dest}.tmp"
-    with open(tmp, "wb") as f:
-        np.savez_compressed(f, **columns)
-    os.replace(tmp, dest)
+    make_folder(os.path.dirname(os.path.abspath(dest)))
+    save_atomic(columns, dest)
     return runs
 
 
+def make_folder(folder):
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError as e:  # a file in the way, no permission, a read-only disk
+        raise Stop(f"cannot create {printable(folder)}: {e.strerror}") from None
+
+
 def read(pack_path):
-    """{run: {file: its text (JSON files) or {key: array in the dtype it had}}} of a pack."""
+    """{run: {file: its text (JSON files) or {key: array in the dtype it had}}} of a pack;
+    Stop naming it where it is not one."""
     try:
         with np.load(pack_path, allow_pickle=False) as z:
             columns = {col: z[col] for col in z.files}
-        index = json.loads(str(columns.pop("index")))
-    except (OSError, ValueError, KeyError) as e:
-        raise Stop(f"{pack_path}: not a pack of runs ({type(e).__name__})")
+        return cut(json.loads(str(columns.pop("index"))), columns)
+    except Exception as e:  # empty, cut short, not an .npz, an object array, no index or one
+        # that is not of its columns
+        raise Stop(f"{printable(pack_path)}: not a pack of runs ({message(e)})") from None
+
+
+def cut(index, columns):
+    """The runs of a pack: its columns cut as its index says (read)."""
     used = dict.fromkeys(columns, 0)  # how much of each column the runs before took
     runs = {}
     for run, files in index.items():
         runs[run] = {}
         for name, keys in files.items():
+            # unpack writes it as run/name below its folder: no path, no '..', a file it can
+            # write (JSON text, an .npz of arrays)
+            if run in ("", ".", "..") or "/" in run + name or "\0" in run + name or \
+                    not name.endswith(".json" if keys == "text" else ".npz"):
+                raise ValueError(f"{run!r}/{name!r} is not a run's file")
             if keys == "text":
                 runs[run][name] = str(columns[name][used[name]])
                 used[name] += 1
@@ -121,18 +159,12 @@ def read(pack_path):
             runs[run][name] = {}
             for k, (dtype, shape) in keys.items():
                 col, size = f"{name}/{k}", int(np.prod(shape))
+                if np.dtype(dtype).hasobject:  # unpacked by pickle, which can run any code
+                    raise TypeError(f"{col} of {dtype}")
                 flat = columns[col][used[col]:used[col] + size]
                 runs[run][name][k] = flat.astype(dtype).reshape(shape)
                 used[col] += size
     return runs
-
-
-def write_atomic(path, write):
-    """write(file) into a temp file beside path, then rename it to path."""
-    tmp = f"{path}.tmp"
-    with open(tmp, "w" if path.endswith(".json") else "wb") as f:
-        write(f)
-    os.replace(tmp, path)
 
 
 def unpack(pack_path, dest_dir):
@@ -140,13 +172,9 @@ def unpack(pack_path, dest_dir):
     the runs' names."""
     runs = read(pack_path)
     for run, files in runs.items():
-        os.makedirs(os.path.join(dest_dir, run), exist_ok=True)
+        make_folder(os.path.join(dest_dir, run))
         for name, content in files.items():
-            path = os.path.join(dest_dir, run, name)
-            if isinstance(content, str):
-                write_atomic(path, lambda f: f.write(content))
-            else:
-                write_atomic(path, lambda f: np.savez_compressed(f, **content))
+            save_atomic(content, os.path.join(dest_dir, run, name))
     return list(runs)
 
 
