@@ -17,7 +17,7 @@ import torch
 import stats
 import summary as S
 from config import Config
-from conftest import quiet, small_cfg, train_alone
+from conftest import quiet, small_cfg, table_rows, train_alone
 from data import make_data
 from model import build_model
 from runfiles import Stop, save_atomic
@@ -36,6 +36,24 @@ import singh  # noqa: E402
 from render import Section, per_seed  # noqa: E402
 import runsets  # noqa: E402
 from runsets import load  # noqa: E402
+
+
+def test_table_rows_reads_every_table_by_its_column_names():
+    text = ("## a section\n\nprose | with a bar\n\n| arm | steps (reached) | p |\n"
+            "|---|---|:-:|\n| one seed | 300 +- 0 (1/2) | 0.5 |\n| two seeds |  | - |\n"
+            "prose between\n| arm | none yet |\n|---|---|\n\n| step | loss |\n|---|---|\n"
+            "| 100 | 0.25 |\n\n| not | a table |\n| no | rule |\n")
+    assert table_rows(text) == [  # the header-only table has no row, nor the one without a rule
+        {"arm": "one seed", "steps (reached)": "300 +- 0 (1/2)", "p": "0.5"},
+        {"arm": "two seeds", "steps (reached)": "", "p": "-"}, {"step": "100", "loss": "0.25"}]
+    rows = table_rows(text, "arm")  # the rows with the column, by their cell in it
+    assert list(rows) == ["one seed", "two seeds"] and rows["one seed"]["p"] == "0.5"
+    assert table_rows(text, "arm", "p")[("two seeds", "-")]["steps (reached)"] == ""
+    assert float(table_rows(text, "step")["100"]["loss"]) == pytest.approx(0.25)
+    with pytest.raises(AssertionError, match="two rows"):
+        table_rows(text + "\n| arm | p |\n|---|---|\n| one seed | 1 |\n", "arm")
+    with pytest.raises(AssertionError, match="3 cells under 2"):
+        table_rows("| a | b |\n|---|---|\n| 1 | 2 | 3 |\n")
 
 
 def test_baseline_is_the_same_setting_without_intervention():
@@ -85,10 +103,17 @@ def test_claims_prints_each_arm_seed_by_seed_from_the_run_folders(tmp_path, caps
                                                           print))
     claims.main(["coupling", "grids"])
     out = capsys.readouterr().out
-    assert "| coupled: split and init from one seed | s0: 300 / s1: - | 300 +- 0 (1/2) | " \
-        "not reached | 300 / not all |" in out  # first seed / all seeds: one never gets there
-    assert "| independent: split from --data-seed | s0: 200 / s1: 700 | 450 +- 250 (2/2) | 700 " \
-        "| 200 / 700 |" in out  # the seed-mean curve is <= 0.01 only once both are
+    rows = table_rows(out, "configuration")
+    row = rows["coupled: split and init from one seed"]
+    assert row["test loss <= 0.01 at, per seed"] == "s0: 300 / s1: -"
+    assert row["mean +- std (reached)"] == "300 +- 0 (1/2)"
+    assert row["seed-mean curve <= 0.01 at"] == "not reached"
+    assert row["first seed / all seeds <= 0.01 at"] == "300 / not all"  # one never gets there
+    row = rows["independent: split from --data-seed"]
+    assert row["test loss <= 0.01 at, per seed"] == "s0: 200 / s1: 700"
+    assert row["mean +- std (reached)"] == "450 +- 250 (2/2)"
+    assert int(row["seed-mean curve <= 0.01 at"]) == 700  # <= 0.01 only once both are
+    assert row["first seed / all seeds <= 0.01 at"] == "200 / 700"
     assert "coupled first in 0, later in 2, tied in 0 of 2 seeds (sign test p 0.500); reached " \
         "0.01: 1 of 2 against 2 of 2 (Fisher exact p 1.000)" in out
     assert "runs not committed; made by: make it\n" in out
@@ -98,7 +123,8 @@ def test_claims_prints_each_arm_seed_by_seed_from_the_run_folders(tmp_path, caps
         claims.main(["coupling", str(tmp_path / "no")])
     per_seed(str(tmp_path), lambda c: f"seed {c.seed}", ref="centre")  # ref not run here
     out = capsys.readouterr().out
-    assert "vs centre (not among these runs): Mann-Whitney U / p |" in out \
+    rows = table_rows(out)
+    assert [r["vs centre (not among these runs): Mann-Whitney U / p"] for r in rows] == ["-", "-"] \
         and out.count(" / p ") == 1  # in the header only: no test
     for lr, grok in ((1e-3, 300), (3e-3, 100)):  # summary's grouping, against a named group
         run = tmp_path / "lr" / f"lr{lr}"
@@ -108,9 +134,10 @@ def test_claims_prints_each_arm_seed_by_seed_from_the_run_folders(tmp_path, caps
         np.savez(run / "metrics.npz", step=steps, test_loss=loss, test_acc=1 - loss)
     for ref, other in (("lr=0.001", "lr=0.003"), ("lr=0.003", "lr=0.001")):
         per_seed(str(tmp_path / "lr"), ref=ref)
-        rows = [r for r in capsys.readouterr().out.splitlines() if r.startswith("| lr=")]
-        assert rows[0].startswith(f"| {ref} |") and rows[0].endswith("| - |") \
-            and rows[1].startswith(f"| {other} |") and "| U " in rows[1]
+        rows = table_rows(capsys.readouterr().out)
+        vs = f"vs {ref}: Mann-Whitney U / p"  # the reference first, then tested against it
+        assert [r["configuration"] for r in rows] == [ref, other]
+        assert rows[0][vs] == "-" and rows[1][vs].startswith("U ")
     cut = dict(step=np.arange(0, 301, 100))  # a run interrupted before its budget
     assert S.unfinished(Config(steps=1000), cut) == "- (stopped at 300 of 1000)"
     loss = np.array([1.0, 0.5, 6.0, 0.1, 0.9, 20.0])  # > 10x the evaluation before: 2
@@ -127,10 +154,14 @@ def test_per_seed_flags_a_seed_mean_step_that_holds_a_stopped_run(tmp_path, caps
         loss = np.where(st >= grok, 0.005, 1.0)
         np.savez(run / "metrics.npz", step=st, test_loss=loss, test_acc=1 - loss)
     per_seed(str(tmp_path))
-    assert "| 700 (held: a seed stopped at 500) | 200 / 700 |" in capsys.readouterr().out
+    row = table_rows(capsys.readouterr().out, "configuration")["all runs"]
+    assert row["seed-mean curve <= 0.01 at"] == "700 (held: a seed stopped at 500)"
+    assert row["first seed / all seeds <= 0.01 at"] == "200 / 700"
     shutil.rmtree(tmp_path / "r_s1")  # without seed 1 the mean is low at 300
     per_seed(str(tmp_path))
-    assert "| 300 | 200 / 300 |" in capsys.readouterr().out
+    row = table_rows(capsys.readouterr().out, "configuration")["all runs"]
+    assert int(row["seed-mean curve <= 0.01 at"]) == 300
+    assert row["first seed / all seeds <= 0.01 at"] == "200 / 300"
 
 
 def test_metrics_table_tests_both_step_counts_against_the_setting_baseline(tmp_path, capsys):
@@ -144,13 +175,14 @@ def test_metrics_table_tests_both_step_counts_against_the_setting_baseline(tmp_p
             np.savez(run / "metrics.npz", step=steps, test_acc=np.where(steps >= t, 1.0, 0.0),
                      test_loss=np.where(steps >= t + lag, 0.005, 1.0), collapse=0 * steps)
     metrics_table.main(str(tmp_path))
-    out = capsys.readouterr().out
-    ema = next(line for line in out.splitlines() if "grokfast=ema" in line)
-    base = next(line for line in out.splitlines() if "grokfast=none" in line)
+    rows = table_rows(capsys.readouterr().out, "configuration")
+    ema, base = rows["grokfast=ema"], rows["grokfast=none"]
+    vs = "vs baseline: Mann-Whitney U / p, steps to acc 0.95 ; to loss 0.01"
     # accuracy: every EMA seed before every baseline seed, U = 0, p = 2 / C(6, 3); loss: EMA at
     # 700 / 800 / 900 against 600 / 700 / 800, U = 1.5 + 2.5 + 3 = 7 (ties count a half)
-    assert "200 +- 82 (3/3) | 800 +- 82 (3/3)" in ema
-    assert "| U 0 / p 0.100 ; U 7 / p " in ema and base.endswith("| - |")
+    assert ema["test acc >= 0.95 at (reached)"] == "200 +- 82 (3/3)"
+    assert ema["test loss <= 0.01 at (reached)"] == "800 +- 82 (3/3)"
+    assert ema[vs].startswith("U 0 / p 0.100 ; U 7 / p ") and base[vs] == "-"
     assert (tmp_path / "figures" / "steps_to_generalize.png").stat().st_size > 10000
 
 
@@ -221,11 +253,19 @@ def test_regularizers_counts_jumps_and_reads_the_fits_at_the_last_checkpoint(tmp
                  gini_logit=np.array([0.1, 0.5, 0.6]), keys=np.array([4, 17]), keys_embed=[4],
                  cos_r2_per_freq=np.array(0.9512), one_freq_share=np.array(0.8457))
     nanda.regularizers(str(tmp_path))
-    out = capsys.readouterr().out
+    rows = table_rows(capsys.readouterr().out, "configuration", "seed")
+    jumps = "train-loss jumps > 10x, to > 1e-3 (first at)"
+    for seed in ("0", "1"):
+        row = rows["all runs", seed]
+        assert int(row["test loss <= 0.01 at"]) == 20 and int(row["test acc >= 0.95 at"]) == 20
+        assert row["final test acc / loss"] == "0.970 / 0.001"
     # seed 0: 0.1 -> 2.0 and 0.01 -> 0.2 are jumps of more than 10x (the first at step 20)
-    assert "| all runs | 0 | 20 | 20 | 0.970 / 0.001 | 2 (20) | 0.70 | 40 | 0.30 / 0.60 | " \
-           "[4, 17] | 95.1% | 0.846 |" in out
-    assert "| all runs | 1 | 20 | 20 | 0.970 / 0.001 | 0 (-) |" in out
+    row = rows["all runs", "0"]
+    assert row[jumps] == "2 (20)" and rows["all runs", "1"][jumps] == "0 (-)"
+    assert float(row["max softmax-collapse share"]) == pytest.approx(0.7)
+    assert int(row["steps run"]) == 40 and row["Gini W_E / W_L"] == "0.30 / 0.60"
+    assert row["key frequencies (W_L)"] == "[4, 17]" and row["logit FVE"] == "95.1%"
+    assert float(row["one-frequency neurons"]) == pytest.approx(0.846)
 
 
 def test_collapse_reads_the_first_evaluation_more_than_half_collapsed(tmp_path, capsys):
@@ -235,9 +275,15 @@ def test_collapse_reads_the_first_evaluation_more_than_half_collapsed(tmp_path, 
         np.savez(d / "metrics.npz", step=np.arange(4) * 100, collapse=np.array(sc),
                  test_acc=np.array([0.0, 0.4, 0.5, 0.45]), train_acc=np.ones(4))
     metrics_table.collapse(str(tmp_path))
-    out = capsys.readouterr().out
-    assert "0.7, float32 | 0 | 200 (0.500) | 200 (0.500) | 0.500 at 200 | 0.450 / 1.000 | 0.90 |" \
-        in out and "| frac 0.7, float64 | 0 | never | 300 (0.450) | 0.500 at 200 |" in out
+    rows = table_rows(capsys.readouterr().out, "configuration")
+    f32, f64 = rows["frac 0.7, float32"], rows["frac 0.7, float64"]
+    assert int(f32["seed"]) == 0 and int(f64["seed"]) == 0
+    assert f32["collapse share > 0.5 at (test acc)"] == "200 (0.500)"
+    assert f32["> 0.4 at"] == "200 (0.500)" and f32["max test acc"] == "0.500 at 200"
+    assert f32["final test / train acc"] == "0.450 / 1.000"
+    assert float(f32["max collapse share"]) == pytest.approx(0.9)
+    assert f64["collapse share > 0.5 at (test acc)"] == "never"
+    assert f64["> 0.4 at"] == "300 (0.450)" and f64["max test acc"] == "0.500 at 200"
 
 
 def test_gu_quadratic_counts_the_test_pairs_answered_from_the_runs_split(tmp_path, capsys):
@@ -250,9 +296,17 @@ def test_gu_quadratic_counts_the_test_pairs_answered_from_the_runs_split(tmp_pat
         np.savez(run / "analysis.npz", step=np.array([0, 200]), swap_share=np.array(share),
                  swap_acc=np.array(swap), noswap_acc=np.array(noswap))
     gu.gu_quadratic(str(tmp_path))
-    out = capsys.readouterr().out
-    assert "| 0.3 | 1 | 35 | 0.300 | 0.300 | 10 | 0.310 | 0.980 / 0.010 |" in out
-    assert "| 0.5 | 1 | 25 | 0.600 | 0.500 | 12 | 0.520 | 1.000 / 0.020 |" in out  # 12.5 -> 12
+    rows = table_rows(capsys.readouterr().out, "frac")
+    for frac, pairs, best, final, answered, share, on_them in (
+            ("0.3", 35, 0.3, 0.3, 10, 0.31, "0.980 / 0.010"),
+            ("0.5", 25, 0.6, 0.5, 12, 0.52, "1.000 / 0.020")):  # 0.5: 12.5 -> 12
+        row = rows[frac]
+        assert int(row["seed"]) == 1 and int(row["test pairs"]) == pairs
+        assert float(row["best test acc"]) == pytest.approx(best)
+        assert float(row["final test acc"]) == pytest.approx(final)
+        assert int(row["test pairs answered at the end"]) == answered
+        assert float(row["share of test pairs whose swap is trained"]) == pytest.approx(share)
+        assert row["final acc on them / on the rest"] == on_them
 
 
 def test_cleanup_prints_the_mainline_fits_and_measures_every_1600_steps_to_16k(tmp_path, capsys):
@@ -269,11 +323,16 @@ def test_cleanup_prints_the_mainline_fits_and_measures_every_1600_steps_to_16k(t
                  **{k: steps / 1e4 for k in ("test_loss", "restricted_loss", "excluded_loss",
                                              "gini_embed", "gini_logit", "weight_norm")})
     nanda.cleanup(str(tmp_path))
-    out = capsys.readouterr().out
-    assert "| 0 | 10000 | [7] / [7, 9] / [7, 13] | 256 of 512 | 98.0% / 70.0% |" in out
-    rows = [line.split("|")[1].strip() for line in out.splitlines()  # one run's: the mainline
-            if line.startswith("| ") and not line.startswith(("| step", "| seed", "| 0 | 1"))]
-    assert rows == [str(s) for s in sorted({*range(0, 16001, 1600), *range(0, 40001, 10000)})]
+    rows = table_rows(capsys.readouterr().out)
+    row = next(r for r in rows if "seed" in r)
+    assert int(row["seed"]) == 0 and int(row["test loss <= 0.01 at"]) == 10000
+    assert row["key frequencies: W_L's norms (the paper's rule) / the per-neuron rule / W_E's "
+               "norms"] == "[7] / [7, 9] / [7, 13]"
+    assert row["MLP neurons with > 85% of their variance at one frequency"] == "256 of 512"
+    assert row["logit fit (FVE): a coefficient per key frequency / one shared"] \
+        == "98.0% / 70.0%"
+    steps = [int(r["step"]) for r in rows if "step" in r]  # one run's: the mainline
+    assert steps == sorted({*range(0, 16001, 1600), *range(0, 40001, 10000)})
 
 
 def test_minibatch_table_reads_a_copys_hessian_from_the_json_its_checkpoint_wrote(tmp_path,
@@ -305,8 +364,12 @@ def test_held_reads_first_and_last_evaluation_at_095_and_the_share_that_stays(tm
     np.savez(run / "metrics.npz", step=np.arange(5) * 10,
              test_acc=np.array([0.0, 0.96, 0.5, 0.97, 0.98]))
     metrics_table.held(str(tmp_path))
+    row = table_rows(capsys.readouterr().out, "configuration", "seed")["all runs", "0"]
+    assert int(row["test acc >= 0.95 first at"]) == 10 and int(row["last at"]) == 40
     # from step 10 on, 3 of the 4 evaluations are >= 0.95
-    assert "| all runs | 0 | 10 | 40 | 0.75 | 0.980 at 40 | 0.980 | 40 |" in capsys.readouterr().out
+    assert float(row["share of evaluations >= it from the first on"]) == pytest.approx(0.75)
+    assert row["best test acc"] == "0.980 at 40"
+    assert float(row["final test acc"]) == pytest.approx(0.98) and int(row["steps run"]) == 40
 
 
 def test_phases_reads_gini_and_weight_norm_at_each_phase_end(tmp_path, capsys):
@@ -321,8 +384,15 @@ def test_phases_reads_gini_and_weight_norm_at_each_phase_end(tmp_path, capsys):
     np.savez(run / "analysis.npz", step=steps, gini_embed=steps / 1000, gini_logit=steps / 2000,
              weight_norm=wn)
     nanda.phases(str(tmp_path))
-    assert "| 0 | 100 | 300 | 500 | 100: 0.1 / 0.05 / 50 | 300: 0.3 / 0.15 / 30 | " \
-           "500: 0.5 / 0.25 / 10 | 3000: 3 / 1.5 / 10 |" in capsys.readouterr().out
+    row = table_rows(capsys.readouterr().out, "seed")["0"]
+    assert int(row["memorization ends (test-loss peak)"]) == 100
+    assert int(row["circuit formation ends (test loss < 1)"]) == 300
+    assert int(row["cleanup ends (weight norm flat)"]) == 500
+    at = "Gini W_E / W_L / sum of squared weights at the end of "
+    assert row[at + "memorization"] == "100: 0.1 / 0.05 / 50"
+    assert row[at + "circuit formation"] == "300: 0.3 / 0.15 / 30"
+    assert row[at + "cleanup"] == "500: 0.5 / 0.25 / 10"
+    assert row["the same at the last checkpoint"] == "3000: 3 / 1.5 / 10"
 
 
 def test_c_fourier_gives_each_seed_and_their_mean_at_each_step(tmp_path, capsys):
@@ -335,9 +405,14 @@ def test_c_fourier_gives_each_seed_and_their_mean_at_each_step(tmp_path, capsys)
         keep = steps <= last  # seed 2 of No LN stopped at 1500: no value at 2000
         np.savez(run / "analysis.npz", step=steps[keep], c_fourier=scale * steps[keep] / 1000)
     singh.c_fourier(str(tmp_path), steps=(500, 2000))
-    out = capsys.readouterr().out
-    assert "| pre (M+A*) | 0.1 (0.05 / 0.15) | 0.4 (0.2 / 0.6) |" in out  # M+A* before No LN
-    assert "| off (No LN) | 1 (0.5 / 1.5) | 2 (2 / -) | 0.186 |" in out
+    rows = table_rows(capsys.readouterr().out, "placement")
+    at = "C_Fourier at {}: seed mean (s1 / s2)".format
+    assert list(rows) == ["pre (M+A*)", "off (No LN)"]  # M+A* before No LN
+    assert rows["pre (M+A*)"][at(500)] == "0.1 (0.05 / 0.15)"
+    assert rows["pre (M+A*)"][at(2000)] == "0.4 (0.2 / 0.6)"
+    off = rows["off (No LN)"]
+    assert off[at(500)] == "1 (0.5 / 1.5)" and off[at(2000)] == "2 (2 / -)"
+    assert float(off["released mean curve at 1000"]) == pytest.approx(0.186)
 
 
 def test_every_section_reads_a_committed_copy_or_says_what_makes_its_runs(tmp_path, capsys,
@@ -422,16 +497,24 @@ def test_llc_shape_asks_for_the_rise_by_the_end_of_memorising_and_a_fall_after_g
     beyond.llc(str(tmp_path))
     out = capsys.readouterr().out
     assert "train loss <= 0.01 at 200, test loss at 2500; devinterp's shape: yes" in out
-    assert "| 1000 | 0.001 | 5 | 10.00 (9.00 / 11.00) | 0.333 | 0.667 |" in out
-    assert "| 1100 |" not in out  # a checkpoint without the LLC
+    rows = table_rows(out, "step")
+    row = rows["1000"]
+    assert float(row["train loss"]) == pytest.approx(0.001) and float(row["test loss"]) == 5
+    assert row["LLC (per chain)"] == "10.00 (9.00 / 11.00)"
+    assert float(row["distance irrelevance"]) == pytest.approx(0.333)
+    assert float(row["gradient symmetricity"]) == pytest.approx(0.667)
+    assert list(rows) == ["0", "1000", "2000", "3000"]  # not 1100: a checkpoint without the LLC
 
 
 def test_pizza_check_prints_model_a_by_our_measures_beside_their_notebook(capsys):
     claims.main(["pizza_check"])
-    out = capsys.readouterr().out
-    # their notebook's values (test_measures checks ours against them to 1e-6)
-    assert "| distance irrelevance | 0.1717364" in out and "| 0.17173646 |" in out
-    assert "| gradient symmetricity | 0.9936651" in out and "| 0.99366517 |" in out
+    rows = table_rows(capsys.readouterr().out, "their model A (p 59, attention rate 0)")
+    # their notebook's values (test_measures checks ours against them to 1e-6); ours to the
+    # 7 digits 0.1717364 and 0.9936651
+    for name, ours, theirs in (("distance irrelevance", 0.17173645, 0.17173646),
+                               ("gradient symmetricity", 0.99366515, 0.99366517)):
+        assert float(rows[name]["this project's measures"]) == pytest.approx(ours, abs=5e-8)
+        assert float(rows[name]["their notebook prints"]) == theirs
 
 
 def test_seed_mean_curve_reads_the_mean_of_the_seeds_curves(monkeypatch):

@@ -9,8 +9,10 @@ import os
 import sys
 
 import numpy as np
+import pytest
 
 from config import Config
+from conftest import table_rows
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "experiments"))
 import gu_table  # noqa: E402
@@ -31,13 +33,24 @@ def test_holes_prints_each_hole_run_seed_by_seed_from_its_analysis(tmp_path, cap
                  rest_acc=np.full(4, np.nan if name == "st" else 0.95), hole_bound=np.array(0.6),
                  hole_acc_shared=np.array(0.25), hole_acc_unshared=np.array(np.nan))
     gu_table.main(str(tmp_path))
-    out = capsys.readouterr().out
+    rows = table_rows(capsys.readouterr().out)
+    assert [r["training set"] for r in rows] == ["square k=2, one vocabulary",
+                                                 "strip k=1, b on tokens 9+"]  # 2 runs, no other
+    sq, st = rows
+    shared = "acc in hole, last: a's token also b's / no b's (--b-offset)"
     # square k=2 of p=7: 3 x 3 pairs; strip k=1: 2 rows of 7
-    assert "| square k=2, one vocabulary | 0 | 9 | 200 | 0.990 | 0.980 | 0.800 / 0.900 | 0.950 " \
-           "| 0.600 | - |" in out  # one vocabulary: every a's token is some b's
-    assert "| strip k=1, b on tokens 9+ | 0 | 14 | - | 0.990 | 0.980 | 0.800 / 0.900 | - | " \
-           "0.600 | 0.250 / - |" in out  # NaN: no such pairs
-    assert sum(line.startswith("|") for line in out.splitlines()) == 4  # header, rule, 2 runs
+    assert int(sq["pairs dug out"]) == 9 and int(st["pairs dug out"]) == 14
+    assert int(sq["test loss <= 0.01 at"]) == 200 and st["test loss <= 0.01 at"] == "-"
+    assert float(sq["acc, rest of test: last"]) == pytest.approx(0.95)
+    assert st["acc, rest of test: last"] == "-"  # NaN: no such pairs
+    assert sq[shared] == "-"  # one vocabulary: every a's token is some b's
+    assert st[shared] == "0.250 / -"  # NaN: no such pairs
+    for row in (sq, st):
+        assert int(row["seed"]) == 0
+        assert float(row["best test acc"]) == pytest.approx(0.99)
+        assert float(row["final test acc"]) == pytest.approx(0.98)
+        assert row["acc in hole: last / best checkpoint"] == "0.800 / 0.900"
+        assert float(row["bound if the hole is never learned"]) == pytest.approx(0.6)
 
 
 def test_uniformity_reads_each_spread_at_its_steps_for_runs_without_a_hole(tmp_path, capsys):
@@ -54,12 +67,19 @@ def test_uniformity_reads_each_spread_at_its_steps_for_runs_without_a_hole(tmp_p
                  med=np.array([2.0, 1.0, 0.6, 0.5])[:n],
                  hole_acc=np.zeros(n), rest_acc=np.zeros(n), hole_bound=np.array(0.5))
     gu_table.uniformity(load(str(tmp_path), analysed=True))
-    rows = [r for r in capsys.readouterr().out.splitlines() if r.startswith("| wd")]
+    rows = table_rows(capsys.readouterr().out)
+    assert [r["setting"] for r in rows] == ["wd 0, 1 layer(s), frac 0.3, p 7",
+                                            "wd 1, 1 layer(s), frac 0.3, p 7"]  # not the hole's
+    assert [int(r["seed"]) for r in rows] == [0, 0]
+    assert [int(r["last step"]) for r in rows] == [6000, 1000]
+    at = " at 0 / 1000 / 5000 / last"
     # step 5000 lies between 2000 and 6000: 3/4 of the way
-    assert rows == ["| wd 0, 1 layer(s), frac 0.3, p 7 | 0 | 6000 | 0.100 / 0.200 / 0.700 / "
-                    "0.800 | 1.000 / 0.500 / 0.225 / 0.200 | 2.000 / 1.000 / 0.525 / 0.500 |",
-                    "| wd 1, 1 layer(s), frac 0.3, p 7 | 0 | 1000 | 0.100 / 0.200 / - / 0.200 "
-                    "| 1.000 / 0.500 / - / 0.500 | 2.000 / 1.000 / - / 1.000 |"]
+    assert [r["spread of norms" + at] for r in rows] == ["0.100 / 0.200 / 0.700 / 0.800",
+                                                         "0.100 / 0.200 / - / 0.200"]
+    assert [r["spread of differences" + at] for r in rows] == ["1.000 / 0.500 / 0.225 / 0.200",
+                                                               "1.000 / 0.500 / - / 0.500"]
+    assert [r["MED" + at] for r in rows] == ["2.000 / 1.000 / 0.525 / 0.500",
+                                             "2.000 / 1.000 / - / 1.000"]
 
 
 def test_dnn_table_ranks_med_against_test_loss_and_reads_it_at_generalization(tmp_path, capsys):
@@ -79,12 +99,17 @@ def test_dnn_table_ranks_med_against_test_loss_and_reads_it_at_generalization(tm
     gu_table.uniformity(runs)
     assert capsys.readouterr().out == ""
     gu_table.dnn(runs)
-    rows = [r for r in capsys.readouterr().out.splitlines() if "input" in r]
-    # ranks of med_hidden 0 1 3 2 against test loss 3 2 1 0: sum d^2 18, 1 - 6 * 18 / 60 = -0.8
-    assert rows == ["| learned input, random split | 0 | 1500 | 1000 | 0.500 | 1.00; 4.000 / "
-                    "2.000 / 1.000 | -0.80; 1.000 / 3.000 / 2.500 |",
-                    "| onehot input, random split | 0 | 1500 | 1000 | 0.500 | 1.00; 4.000 / "
-                    "2.000 / 1.000 | -0.80; 1.000 / 3.000 / 2.500 |"]
+    rows = table_rows(capsys.readouterr().out)
+    assert [r["DNN"] for r in rows] == ["learned input, random split",
+                                        "onehot input, random split"]
+    for row in rows:
+        assert int(row["seed"]) == 0 and int(row["last step"]) == 1500
+        assert int(row["test loss <= 0.01 at"]) == 1000
+        assert float(row["final test acc"]) == pytest.approx(0.5)
+        assert row["MED: rank corr with test loss; at 0 / generalizing / last"] \
+            == "1.00; 4.000 / 2.000 / 1.000"
+        # ranks of med_hidden 0 1 3 2 against test loss 3 2 1 0: sum d^2 18, 1 - 6 * 18 / 60
+        assert row["MED of the first hidden layer: the same"] == "-0.80; 1.000 / 3.000 / 2.500"
 
 
 def test_depth_table_counts_falls_below_0_9_after_first_reaching_it(tmp_path, capsys):
@@ -100,11 +125,16 @@ def test_depth_table_counts_falls_below_0_9_after_first_reaching_it(tmp_path, ca
                  med=np.array([1.0, 3.0, 0.5]), norm_spread=np.zeros(3), diff_spread=np.zeros(3))
     runs = load(str(tmp_path), analysed=True)
     gu_table.depth(runs)
-    rows = [r for r in capsys.readouterr().out.splitlines() if "layer" in r]
+    rows = table_rows(capsys.readouterr().out)
+    assert [r["setting (frac 0.5)"] for r in rows] == ["2 layer(s), p 7"]
+    row = rows[0]
+    assert int(row["seed"]) == 0 and int(row["last step"]) == 500
+    assert int(row["test loss <= 0.01 at"]) == 400 and int(row["test acc >= 0.9 at"]) == 100
     # from step 100 on: 0.95, 0.5, 0.97, 0.99, 0.99, one of five below 0.9; MED ranks 1 2 0
     # against test loss 2 1 0: sum d^2 = 2, Spearman 1 - 6 * 2 / (3 * 8) = 0.5
-    assert rows == ["| 2 layer(s), p 7 | 0 | 500 | 400 | 100 | 0.200 / 0.500 | 1.00 / 3.00 / "
-                    "0.50 | 0.50 (3) |"]
+    assert row["from then on: share of evaluations < 0.9 / min test acc"] == "0.200 / 0.500"
+    assert row["MED at 0 / peak / last"] == "1.00 / 3.00 / 0.50"
+    assert row["MED: rank corr with test loss (checkpoints)"] == "0.50 (3)"
     gu_table.uniformity(runs)  # the frac 0.5 run is depth's, not uniformity's
-    assert [r.split(" | ")[0] for r in capsys.readouterr().out.splitlines()
-            if "layer" in r] == ["| wd 1, 1 layer(s), frac 0.3, p 7"]
+    assert [r["setting"] for r in table_rows(capsys.readouterr().out)] \
+        == ["wd 1, 1 layer(s), frac 0.3, p 7"]

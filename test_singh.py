@@ -14,11 +14,22 @@ import numpy as np
 import pytest
 
 from config import Config
+from conftest import table_rows
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "experiments"))
 import claims  # noqa: E402
 import singh  # noqa: E402
 import singh_released  # noqa: E402
+
+
+PAPER = "paper (released mean curve): at 1000 / max / at their step / at 10k"
+
+
+def sr_train(out):
+    """The SR-train table of placement_measures: {placement: its seeds' cell}."""
+    col = ("SR-train per seed: max before test loss <= 0.01 -> 1000 steps after (-: the run "
+           "ended before)")
+    return {r["placement"]: r[col] for r in table_rows(out) if col in r}
 
 
 def test_claims_puts_singh_et_al_s_number_beside_each_placement(tmp_path, capsys):
@@ -30,11 +41,15 @@ def test_claims_puts_singh_et_al_s_number_beside_each_placement(tmp_path, capsys
         loss = np.where(steps >= (grok or 10 ** 9), 0.005, 1.0)
         np.savez(run / "metrics.npz", step=steps, test_loss=loss, test_acc=1 - loss)
     singh.placements(str(tmp_path))
-    out = capsys.readouterr().out
-    assert "| off (No LN) | s1: - (stopped at 1000 of 10000) |" in out  # the reference: first
-    assert "| pre (M+A*) | s1: 300 / s2: 500 | 400 +- 100 (2/2) | 500 |" in out
-    assert "| 3525 (first seed / all five: 2360 / 3934) |" in out
-    assert "| 7807 (first seed / all five: 6328 / 7935) |" in out
+    rows = table_rows(capsys.readouterr().out, "configuration")
+    assert list(rows) == ["off (No LN)", "pre (M+A*)"]  # the reference: first
+    off, pre = rows["off (No LN)"], rows["pre (M+A*)"]
+    assert off["test loss <= 0.01 at, per seed"] == "s1: - (stopped at 1000 of 10000)"
+    assert pre["test loss <= 0.01 at, per seed"] == "s1: 300 / s2: 500"
+    assert pre["mean +- std (reached)"] == "400 +- 100 (2/2)"
+    assert int(pre["seed-mean curve <= 0.01 at"]) == 500
+    assert pre["paper (seed-mean curve)"] == "3525 (first seed / all five: 2360 / 3934)"
+    assert off["paper (seed-mean curve)"] == "7807 (first seed / all five: 6328 / 7935)"
 
 
 def test_claims_finds_singh_et_al_s_number_for_the_lr_and_wd_a_run_trains_with():
@@ -70,9 +85,11 @@ def test_claims_early_prints_both_definitions_at_step_1000(monkeypatch, capsys):
         sr_train_ln=np.array([3.0, 3.0, 1.0]))) for ln in ("pre", "attn-pre-qk") for s in (0, 2)}
     monkeypatch.setattr(singh, "load", lambda root, *a, **k: runs)
     singh.early("r")
-    out = capsys.readouterr().out
-    row = "| ln=attn-pre-qk | 0.700 +- 0.100 | 0.100 +- 0.000 | 5.000 +- 0.000 | 2.000 +- 0.000 |"
-    assert row in out
+    row = table_rows(capsys.readouterr().out, "configuration")["ln=attn-pre-qk"]
+    assert row["attn_entropy at step 1000"] == "0.700 +- 0.100"
+    assert row["attn_entropy_per_head at step 1000"] == "0.100 +- 0.000"
+    assert row["sr_train at step 1000"] == "5.000 +- 0.000"
+    assert row["sr_train_ln at step 1000"] == "2.000 +- 0.000"
 
 
 def test_curve_points_and_sr_train_fall_by_hand(monkeypatch, capsys):
@@ -90,23 +107,33 @@ def test_curve_points_and_sr_train_fall_by_hand(monkeypatch, capsys):
                                                                             (3, 2000))}
     monkeypatch.setattr(singh, "load", lambda root, *a, **k: runs)
     singh.placement_measures("r")
-    out = capsys.readouterr().out  # seed-mean curve <= 0.01 once both seeds are: 2000
-    assert "| off (No LN) | c_fourier | 2000 | 6 | 10 at 1500 | 8 | 3 at 3000 | " \
-           "0.186 / 3.35 at 10000 / 2.39 / 3.35 |" in out
-    assert "| off (No LN) | s1: 4.00 -> 5 / s3: 8.00 -> 4.5 |" in out
+    out = capsys.readouterr().out
+    row = table_rows(out, "placement", "measure")["off (No LN)", "c_fourier"]
+    assert int(row["seed-mean test loss <= 0.01 at"]) == 2000  # once both seeds are
+    assert float(row["at 1000"]) == 6 and row["max"] == "10 at 1500"
+    assert float(row["at the seed-mean step"]) == 8 and row["last"] == "3 at 3000"
+    assert row[PAPER] == "0.186 / 3.35 at 10000 / 2.39 / 3.35"
+    assert sr_train(out) == {"off (No LN)": "s1: 4.00 -> 5 / s3: 8.00 -> 4.5"}
     runs = {f"r/ln-post_s{s}": (Config(ln="post", seed=s), m(g), dict(  # not in the paper
         step=step, c_fourier=v, attn_entropy=v, sr_train=v)) for s, g in ((1, 2500), (2, 10 ** 9))}
     singh.placement_measures("r")
     out = capsys.readouterr().out
-    assert "| post (not in the paper) | sr_train | not reached | 3 | 5 at 1500 | - | 1.5 at 3000 " \
-           "| not in their data |" in out and "| s1: 5.00 -> - / s2: never |" in out
+    row = table_rows(out, "placement", "measure")["post (not in the paper)", "sr_train"]
+    assert row["seed-mean test loss <= 0.01 at"] == "not reached"
+    assert float(row["at 1000"]) == 3 and row["max"] == "5 at 1500"
+    assert row["at the seed-mean step"] == "-" and row["last"] == "1.5 at 3000"
+    assert row[PAPER] == "not in their data"
+    assert sr_train(out) == {"post (not in the paper)": "s1: 5.00 -> - / s2: never"}
     runs = {f"r/ln-mlp-pre_s{s}": (Config(ln="mlp-pre", seed=s), m(g), dict(
         step=step, rank=v * 10, power_law_alpha=v, power_law_alpha_f64=v, eff_rank=v,
         sr_train=v)) for s, g in ((1, 1000), (3, 2000))}
     singh.placement_measures("r", singh.COMPRESSIBILITY)
     out = capsys.readouterr().out  # their released curves beside; no SR-train table
-    assert "| mlp-pre (M) | rank | 2000 | 30 | 50 at 1500 | 40 | 15 at 3000 | " \
-           "128 / 128 at 200 / 116 / 31.4 |" in out and "SR-train" not in out
+    row = table_rows(out, "placement", "measure")["mlp-pre (M)", "rank"]
+    assert int(row["seed-mean test loss <= 0.01 at"]) == 2000
+    assert float(row["at 1000"]) == 30 and row["max"] == "50 at 1500"
+    assert float(row["at the seed-mean step"]) == 40 and row["last"] == "15 at 3000"
+    assert row[PAPER] == "128 / 128 at 200 / 116 / 31.4" and "SR-train" not in out
 
 
 def test_singh_curve_numbers_are_read_off_their_released_curves():
@@ -170,7 +197,10 @@ def test_compressibility_wd_reads_the_analysed_points_of_the_weight_decay_sweep(
     monkeypatch.setattr(singh, "load", lambda root, analysed, keep: {
         r: v for r, v in runs.items() if keep(v[0]) and not seen.append(r)})
     claims.SECTIONS["compressibility_wd"].show("r")
-    out = capsys.readouterr().out  # only the two wd 1.5 runs are kept (and analysed)
-    assert seen == ["r/0", "r/1"] and out.count("| wd ") == 4
-    assert "| wd 1.5 | rank | 1000 | 41.5 | 41.5 at 0 | 41.5 | 41.5 at 3000 | " \
-           "128 / 128 at 200 / 35.8 / 25.4 |" in out
+    rows = table_rows(capsys.readouterr().out)  # only the two wd 1.5 runs (and analysed)
+    assert seen == ["r/0", "r/1"] and [r["placement"] for r in rows] == ["wd 1.5"] * 4
+    row = next(r for r in rows if r["measure"] == "rank")
+    assert int(row["seed-mean test loss <= 0.01 at"]) == 1000
+    assert float(row["at 1000"]) == 41.5 and row["max"] == "41.5 at 0"
+    assert float(row["at the seed-mean step"]) == 41.5 and row["last"] == "41.5 at 3000"
+    assert row[PAPER] == "128 / 128 at 200 / 35.8 / 25.4"

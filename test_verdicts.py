@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from config import Config
+from conftest import table_rows
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "experiments"))
 import claims  # noqa: E402
@@ -124,16 +125,24 @@ def test_table_on_made_up_runs(tmp_path, monkeypatch):
     assert got["a run stopped short"][0] == "not addressed"  # never there, but stopped early
     assert "seeds [0] stopped before their budget" in got["a run stopped short"][1]["reason"]
     table = render.table(done)
-    lines = table.splitlines()
-    assert len(lines) == 2 + len(made)  # header, rule line, a row a claim
-    assert "| P | fast at 1400 |" in lines[2] and "1400 [" in lines[2]
-    assert "**reproduced**" in lines[2] and "`python experiments/claims.py grids`" in lines[2]
-    assert "p 0.00397" in lines[4]
-    reg = render.registry(made).splitlines()
-    assert len(reg) == 2 + len(made) and "| P | fast at 1400 | fast | - | - |" in reg[2]
-    assert "| fast against slow |" in reg[4]  # the runs a test reads, as it selects them
-    assert "| fast (seed > 9) |" in reg[9]
-    assert "| not like for like: - |" in reg[6]  # the row that is not like for like
+    rows = table_rows(table)
+    assert len(table.splitlines()) == 2 + len(made)  # header, rule line, a row a claim
+    assert [(r["paper"], r["claim"]) for r in rows] == [("P", c.claim) for c in made]
+    ours = "ours: value [90% interval] or one-sided p"
+    assert rows[0][ours].startswith("1400 [") and rows[0]["verdict"].startswith("**reproduced**")
+    assert rows[0]["command"] == "`python experiments/claims.py grids`"
+    assert rows[2][ours].startswith("p 0.00397")  # fast before slow
+    reg = render.registry(made)
+    rows = table_rows(reg, "claim")
+    assert len(reg.splitlines()) == 2 + len(made) and list(rows) == [c.claim for c in made]
+    row = rows["fast at 1400"]
+    assert (row["paper"], row["runs (reproduction/)"], row["statistic"]) == ("P", "fast", "-")
+    assert row["like for like, and what differs"] == "-"
+    # the runs a test reads, as it selects them
+    assert rows["fast before slow"]["runs (reproduction/)"] == "fast against slow"
+    assert rows["no run kept"]["runs (reproduction/)"] == "fast (seed > 9)"
+    assert rows["slow before fast, unlike"]["like for like, and what differs"] \
+        == "not like for like: -"  # the row that is not like for like
     rows = render.forest_rows(done)
     assert [r[0] for r in rows] == ["P: fast at 1400", "P: fast at 3000"]
     plots.forest(str(tmp_path / "verdicts.png"), rows)
