@@ -4,6 +4,8 @@ verdict table against what `python experiments/claims.py verdicts` prints.
 
     python -m pytest -q test_verdicts.py
 """
+import inspect
+import json
 import os
 import sys
 
@@ -25,9 +27,9 @@ from seedstats import grok_step  # noqa: E402
 from singh import placement  # noqa: E402
 
 
-def interval(paper, lo, hi, seeds=20):
+def interval(paper, lo, hi, seeds=20, size=5, method="crossing", within=0):
     return dict(kind="interval", ours=(lo + hi) / 2, lo=lo, hi=hi, paper=paper, seeds=[seeds],
-                size=5)
+                size=size, method=method, within=within)
 
 
 def ordering(p, p_opposite, share=0.8, test="rank", seeds=(5, 5)):
@@ -35,42 +37,68 @@ def ordering(p, p_opposite, share=0.8, test="rank", seeds=(5, 5)):
                 seeds=list(seeds))
 
 
-def test_rule_on_intervals():
-    assert V.verdict(interval(100, 90, 110), True)[0] == "reproduced"
-    assert V.verdict(interval(100, 90, 110), False)[0] == "reproduced"  # the same either way
-    assert V.verdict(interval(100, 100, 100), True)[0] == "reproduced"  # ends included
-    assert V.verdict(interval(np.inf, 900, np.inf), True)[0] == "reproduced"  # never, as theirs
-    assert V.verdict(interval(120, 90, 110), True)[0] == "not reproduced"
-    assert V.verdict(interval(np.inf, 90, 110), True)[0] == "not reproduced"
-    assert V.verdict(interval(120, 90, 110), False)[0] == "inconclusive"
-    v, why = V.verdict(interval(120, 90, 110, seeds=V.MIN_SEEDS - 1), True)
-    assert v == "inconclusive" and f"{V.MIN_SEEDS} would decide" in why
+@pytest.fixture
+def calibrated(tmp_path, monkeypatch):
+    """A made-up calibration: the coverage of each method at 5 and 20 seeds."""
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps({"crossing 5": {"5": 0.4, "20": 0.7}, "mean 1": {"5": 0.66}}))
+    monkeypatch.setattr(V, "CALIBRATION", str(path))
+
+
+def test_rule_on_intervals(calibrated):
+    assert V.verdict(interval(100, 90, 110))[0] == "reproduced"
+    assert V.verdict(interval(100, 100, 100))[0] == "reproduced"  # ends included
+    assert V.verdict(interval(np.inf, 900, np.inf))[0] == "reproduced"  # never, as theirs
+    assert V.verdict(interval(120, 90, 110))[0] == "not reproduced"
+    assert V.verdict(interval(np.inf, 90, 110))[0] == "not reproduced"
+    assert V.verdict(interval(120, 90, 110, seeds=5))[0] == "not reproduced"  # the same bar
+    assert V.verdict(interval(231, 220, 230, within=10))[0] == "reproduced"  # one evaluation
+    assert V.verdict(interval(241, 220, 230, within=10))[0] == "not reproduced"
+    v, why = V.verdict(interval(120, 90, 110, seeds=3))  # fewer seeds than any calibrated
+    assert v == "inconclusive" and "no coverage measured for 3 seeds" in why
+    v, why = V.verdict(interval(100, 90, 110, seeds=1, size=1, method="mean"))
+    assert v == "inconclusive" and "one run against one" in why
+    # a computation with no seeds decides at its own precision
+    assert V.verdict(interval(0.5, 0.5, 0.5, seeds=1, size=1, method="exact"))[0] == "reproduced"
+    assert V.verdict(interval(0.6, 0.5, 0.5, seeds=1, size=1, method="exact"))[0] == \
+        "not reproduced"
+    # the label: the coverage measured at the largest calibrated count at or below ours
+    assert V.coverage("crossing", 5, 12) == 0.4 and V.coverage("crossing", 5, 25) == 0.7
+    assert V.coverage("mean", 1, 4) is None and V.coverage("mean", 5, 20) is None
+    assert render.ours(interval(100, 90, 110, seeds=12)) == "100 [90, 110] (5-seed draws, 40% " \
+                                                            "coverage)"
 
 
 def test_rule_on_orderings_both_ways():
-    assert V.verdict(ordering(0.01, 0.99), True)[0] == "reproduced"
-    assert V.verdict(ordering(0.01, 0.99), False)[0] == "reproduced"
-    assert V.verdict(ordering(0.99, 0.01, share=0.1), True)[0] == "not reproduced"
-    v, why = V.verdict(ordering(0.99, 0.01, share=0.1), False)
-    assert v == "inconclusive" and "not like for like" in why
+    assert V.verdict(ordering(0.01, 0.99))[0] == "reproduced"
+    assert V.verdict(ordering(0.99, 0.01, share=0.1))[0] == "not reproduced"
     # neither way at p < 0.05: the seeds that would decide an effect of this size
-    v, why = V.verdict(ordering(0.05, 1.0, share=1.0), True)
+    v, why = V.verdict(ordering(0.05, 1.0, share=1.0))
     assert v == "inconclusive" and "~4 seeds a side would decide" in why
-    v, why = V.verdict(ordering(0.125, 1.0, share=1.0, test="sign", seeds=(3,)), True)
+    v, why = V.verdict(ordering(0.125, 1.0, share=1.0, test="sign", seeds=(3,)))
     assert v == "inconclusive" and "~5 seeds would decide" in why
-    v, why = V.verdict(ordering(0.6, 0.5, share=0.4), True)
+    v, why = V.verdict(ordering(0.6, 0.5, share=0.4))
     assert v == "inconclusive" and "no effect" in why
-    assert V.verdict(dict(kind="none", reason="not run"), True) == ("not addressed", "not run")
+    assert V.verdict(dict(kind="none", reason="not run")) == ("not addressed", "not run")
 
 
-def test_not_like_for_like_is_never_not_reproduced():
-    for lo, hi in ((0, 1), (5, 6), (np.inf, np.inf)):
-        for paper in (-1, 0.5, 3, np.inf):
-            for seeds in (1, 5, 40):
-                assert V.verdict(interval(paper, lo, hi, seeds), False)[0] != "not reproduced"
-    for p in (0.001, 0.5, 1.0):
-        for q in (0.001, 0.5, 1.0):
-            assert V.verdict(ordering(p, q), False)[0] != "not reproduced"
+def test_the_rule_is_the_same_bar_both_ways(calibrated):
+    """An ordering's mirror (p and the opposite's p swapped) gets the mirrored verdict, and an
+    interval's verdict turns on whether the paper's number is inside, nothing else: the
+    setting is a column of the table, not an argument of the rule."""
+    mirror = {"reproduced": "not reproduced", "not reproduced": "reproduced",
+              "inconclusive": "inconclusive"}
+    for p in (0.001, 0.04, 0.06, 0.5, 1.0):
+        for q in (0.001, 0.04, 0.06, 0.5, 1.0):
+            if p < 0.05 and q < 0.05:
+                continue  # both sides at once: no real test gives that
+            v = V.verdict(ordering(p, q, share=0.5))[0]
+            assert V.verdict(ordering(q, p, share=0.5))[0] == mirror[v]
+    for seeds in (5, 20, 40):
+        assert V.verdict(interval(100, 90, 110, seeds))[0] == "reproduced"
+        assert V.verdict(interval(80, 90, 110, seeds))[0] == "not reproduced"
+        assert V.verdict(interval(120, 90, 110, seeds))[0] == "not reproduced"
+    assert list(inspect.signature(V.verdict).parameters) == ["res"]
 
 
 def made_up_runs(tmp_path):
@@ -92,7 +120,7 @@ def made_up_runs(tmp_path):
         k: v for k, v in runs[root].items() if keep(v[0])}
 
 
-def test_table_on_made_up_runs(tmp_path, monkeypatch):
+def test_table_on_made_up_runs(tmp_path, monkeypatch, calibrated):
     monkeypatch.setattr(runsets, "REPRO", str(tmp_path))
     load = made_up_runs(tmp_path)
     step = lambda m, r: grok_step(m)
@@ -113,11 +141,11 @@ def test_table_on_made_up_runs(tmp_path, monkeypatch):
     got = {c.claim: (v, res) for c, res, v, _ in done}
     # the seed-mean curve of the five crosses when the last seed does: 1400, in every draw at most
     assert got["fast at 1400"][1]["ours"] == 1400 and got["fast at 1400"][0] == "reproduced"
-    assert got["fast at 3000"][0] == "inconclusive"  # outside, but 5 seeds < MIN_SEEDS
+    assert got["fast at 3000"][0] == "not reproduced"  # outside: the same bar as inside
     assert got["fast before slow"][0] == "reproduced"
     assert got["fast before slow"][1]["p"] == pytest.approx(1 / 252)  # one split of 10 in 252
     assert got["slow before fast"][0] == "not reproduced"
-    assert got["slow before fast, unlike"][0] == "inconclusive"
+    assert got["slow before fast, unlike"][0] == "not reproduced"  # the setting is a column
     assert got["every seed groks"][0] == "reproduced"  # 5 of 5: p 1/32
     assert got["a copy not committed"][0] == "not addressed"
     assert "reproduction/absent is not committed" in got["a copy not committed"][1]["reason"]
@@ -128,7 +156,7 @@ def test_table_on_made_up_runs(tmp_path, monkeypatch):
     rows = table_rows(table)
     assert len(table.splitlines()) == 2 + len(made)  # header, rule line, a row a claim
     assert [(r["paper"], r["claim"]) for r in rows] == [("P", c.claim) for c in made]
-    ours = "ours: value [90% interval] or one-sided p"
+    ours = "ours: value [interval, its measured coverage] or one-sided p"
     assert rows[0][ours].startswith("1400 [") and rows[0]["verdict"].startswith("**reproduced**")
     assert rows[0]["command"] == "`python experiments/claims.py grids`"
     assert rows[2][ours].startswith("p 0.00397")  # fast before slow
@@ -192,11 +220,11 @@ def test_any_differs_is_bonferroni_over_the_subgroups_against_the_base():
     # pre above off in every pair: 2 of 252 splits as extreme, two-sided; x 2 subgroups
     assert res["p"] == pytest.approx(2 * 2 / 252) and res["weakest"] == "pre against off"
     assert res["seeds"] == [5, 5, 5]
-    v, why = V.verdict(res, True)
+    v, why = V.verdict(res)
     assert (v, why) == ("reproduced", "a difference at p 0.0159 (pre against off)")
     assert render.ours(res) == "p 0.0159"  # no paper direction, so no opposite
     runs[:] = [x for x in runs if x[0].ln != "pre"]  # mlp-pre interleaves with off
-    assert V.verdict(differs(), True) == ("inconclusive", "neither way at p < 0.05")
+    assert V.verdict(differs()) == ("inconclusive", "neither way at p < 0.05")
     runs[:] = [x for x in runs if x[0].ln == "off"]
     with pytest.raises(runsets.Missing, match="no runs but off's"):
         differs()
@@ -215,7 +243,7 @@ def test_trend_tests_the_papers_direction_either_way():
     assert rising["rho"] == pytest.approx(falling["rho"]) and rising["rho"] > 0.9
     assert rising["p"] == falling["p_opposite"] < 0.05
     assert rising["p_opposite"] == falling["p"] > 0.9
-    assert V.verdict(rising, False)[0] == "reproduced" and V.verdict(falling, True)[0] == \
+    assert V.verdict(rising)[0] == "reproduced" and V.verdict(falling)[0] == \
         "not reproduced"
 
 
@@ -232,13 +260,15 @@ def test_calibration_of_identical_seeds_holds_every_time(tmp_path, monkeypatch):
     load = lambda root, analysed=False, keep=lambda c: True: {
         k: v for k, v in runs[root].items() if keep(v[0])}
     no_ln = placement("off")
-    assert V.calibrate(load, no_ln, ours=(5, 7, 8), trials=5, resamples=50) == {5: 1.0, 7: 1.0}
+    every = {5: 1.0, 7: 1.0}  # 8 of ours and 5 held out: more than the 12 seeds there are
+    assert V.calibrate(load, no_ln, ours=(5, 7, 8), trials=5, resamples=50) == {
+        "crossing 5": every, "mean 1": every, "mean 5": every}
 
 
 def test_reproduction_md_shows_what_the_command_prints():
     block = render.doc_block()
     assert block is not None, f"REPRODUCTION.md has no {render.BEGIN} ... {render.END} block"
-    printed = render.report(V.evaluate(runsets.load, claims.CLAIMS))
+    printed = render.report(V.evaluate(runsets.load, claims.CLAIMS), claims.HEADLINES)
     assert block == printed, ("REPRODUCTION.md's verdict table differs from `python "
                               "experiments/claims.py verdicts`; `python experiments/verdicts.py "
                               "--write` puts the printed one in")

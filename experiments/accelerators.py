@@ -217,6 +217,9 @@ def tuned_claims():
 
 
 CLAIMS = prieto_claims() + grokfast_claims() + tuned_claims()
+# the claims the verdicts' summary opens with (claims.py verdicts), as written above
+HEADLINES = [f"{name} groks before AdamW with its lr and wd tuned (M+A*)"
+             for name in ("Grokfast EMA", "Muon")]
 INTERVENTIONS = "bash experiments/interventions.sh --list | bash"
 FIG1_RUNS = "bash experiments/interventions.sh --list | grep prieto_fig1 | bash"
 FIG2_RUNS = "bash experiments/interventions.sh --list | grep prieto_fig2 | bash"

@@ -66,6 +66,8 @@ def unaddressed_claims():
 
 
 CLAIMS = alquabeh_claims() + unaddressed_claims()
+# the claims the verdicts' summary opens with (claims.py verdicts), as written above
+HEADLINES = ["without embeddings (one-hot input) the MLP generalizes sooner, a+b"]
 SECTIONS = {
     "embedding": Section("Embedding-MLP (AlQuabeh et al.)", "runs/embedding",
                          "bash experiments/embedding.sh --list | bash", lambda root: (

@@ -37,10 +37,11 @@ ORDER = [name for module in PAPERS.values() for name in module.PAPERS]
 # sorted is stable: otherwise each module's order
 CLAIMS = sorted((c for module in PAPERS.values() for c in module.CLAIMS),
                 key=lambda c: (ORDER.index(c.paper), not c.test.reads))
+HEADLINES = [h for module in PAPERS.values() for h in module.HEADLINES]
 SECTIONS = {name: s for module in PAPERS.values() for name, s in module.SECTIONS.items()}
 SECTIONS["verdicts"] = Section("Verdicts, claim by claim", None,
                                "python experiments/claims.py verdicts",
-                               lambda root: verdict_section(CLAIMS))
+                               lambda root: verdict_section(CLAIMS, HEADLINES))
 
 
 def copy_root(copy):

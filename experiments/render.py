@@ -12,7 +12,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import plots  # noqa: E402
 import summary as S  # noqa: E402
-from rule import RULE, evaluate  # noqa: E402
+from rule import RULE, evaluate, interval_coverage  # noqa: E402
 from runsets import HERE, REPRO, load  # noqa: E402
 from stats import mann_whitney  # noqa: E402
 
@@ -45,26 +45,35 @@ def ours(res):
     if res["kind"] == "none":
         return "-"
     if res["kind"] == "interval":
-        return (f"{num(res['ours'])} [{num(res['lo'])}, {num(res['hi'])}]"
-                + ("" if res["size"] == res["seeds"][0] else " (one seed's spread)"
-                   if res["size"] == 1 else f" ({res['size']}-seed draws)"))
+        draws = "" if res["size"] == res["seeds"][0] else " one seed's spread," \
+            if res["size"] == 1 else f" {res['size']}-seed draws,"
+        cov = interval_coverage(res)
+        label = "an exact computation" if res["method"] == "exact" else \
+            "coverage not measured" if cov is None else f"{cov:.0%} coverage"
+        return f"{num(res['ours'])} [{num(res['lo'])}, {num(res['hi'])}] ({draws.strip(' ,')}" \
+            f"{', ' if draws else ''}{label})"
     rho = f"rho {res['rho']:.2f}, " if "rho" in res else ""
     if res["p_opposite"] is None:
         return f"{rho}p {res['p']:.3g}"
     return f"{rho}p {res['p']:.3g} (opposite {res['p_opposite']:.3g})"
 
 
+def setting(c):
+    """The setting column: like for like, or what differs."""
+    return "like for like" if c.like else f"differs: {c.differs}"
+
+
 def table(done):
     """The verdict table, markdown, one row a claim."""
-    head = ["paper", "claim", "paper's value (source)", "ours: value [90% interval] or one-sided "
-            "p", "seeds", "verdict", "command"]
+    head = ["paper", "claim", "paper's value (source)", "ours: value [interval, its measured "
+            "coverage] or one-sided p", "seeds", "verdict", "setting", "command"]
     rows = []
     for c, res, v, why in done:
         cmd = c.command or (f"`python experiments/claims.py {c.section}`" if c.section else "-")
         paper = num(c.value) if isinstance(c.value, (int, float)) else c.value
         rows.append([c.paper, c.claim, f"{paper} ({c.source})" if c.source else paper,
                      ours(res), " / ".join(map(str, res.get("seeds", []))) or "-",
-                     f"**{v}**: {why}", cmd])
+                     f"**{v}**: {why}", setting(c), cmd])
     return S.markdown(head, rows)
 
 
@@ -77,9 +86,50 @@ def registry(claims):
                        for c in claims if c.test.reads])  # none: no runs test it
 
 
-def report(done):
-    """What REPRODUCTION.md shows between its verdicts markers: the table, then the rule."""
-    return table(done) + "\n" + RULE + "\n"
+VERDICTS = ("reproduced", "not reproduced", "inconclusive", "not addressed")
+
+
+def counts(done):
+    """The verdicts counted by paper, each cell "n (m like for like)", and a total row."""
+    papers = list(dict.fromkeys(c.paper for c, *_ in done))
+    rows = []
+    for paper in papers + ["all"]:
+        mine = [(c, v) for c, _, v, _ in done if paper in ("all", c.paper)]
+        cell = lambda v: (f"{sum(x == v for _, x in mine)} "
+                          f"({sum(x == v and c.like for c, x in mine)})")
+        rows.append([paper if paper != "all" else "**all**", str(len(mine))]
+                    + [cell(v) for v in VERDICTS])
+    return S.markdown(["paper", "claims"] + [f"{v} (like for like)" for v in VERDICTS], rows)
+
+
+def headline(c, res, v, why):
+    """One finding in one line: the claim, its verdict and why, our number, the row's paper."""
+    return f"- {c.paper}: {c.claim}. **{v}**: {why}; ours {ours(res)}."
+
+
+def at_a_glance(done, headlines):
+    """What a reader needs first: the counts, the headline findings (the claims named in
+    headlines, each paper module's HEADLINES) and what is left open."""
+    by_claim = {c.claim: (c, res, v, why) for c, res, v, why in done}
+    open_rows = [why for _, _, v, why in done if v == "inconclusive"]
+    kinds = {"seeds would decide": "would decide", "one run against one": "one run against one",
+             "fewer seeds than any measured coverage": "no coverage measured",
+             "no effect the claimed way in these seeds": "no effect"}
+    found = ", ".join(f"{sum(key in why for why in open_rows)} {name}"
+                      for name, key in kinds.items())
+    return "\n".join([
+        "**The verdicts at a glance** (`python experiments/claims.py verdicts` prints this and "
+        "the table below from the committed runs):", "", counts(done),
+        "**Headline findings**, each a row of the table below:", ""]
+        + [headline(*by_claim[h]) for h in headlines]
+        + ["", f"**Open**: {len(open_rows)} rows are inconclusive: {found} (each row's verdict "
+           "column says which, and how many seeds would decide it).", ""])
+
+
+def report(done, headlines=()):
+    """What REPRODUCTION.md shows between its verdicts markers: the summary, the table, then
+    the rule."""
+    return at_a_glance(done, headlines) + "\n" + table(done) + "\n" + RULE + "\n"
 
 
 def forest_rows(done):
@@ -89,10 +139,10 @@ def forest_rows(done):
             if res["kind"] == "interval" and np.isfinite(res["paper"])]
 
 
-def verdict_section(claims, figure=FIGURE, load=load):
+def verdict_section(claims, headlines=(), figure=FIGURE, load=load):
     """The verdicts section of claims.py: print the report, draw the forest plot."""
     done = evaluate(load, claims)
-    print(report(done))
+    print(report(done, headlines))
     if figure:
         plots.forest(figure, forest_rows(done))
 
