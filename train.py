@@ -603,7 +603,7 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
     data = stack_data(cfgs, device)
     model, forward, unused = build_stack(cfgs, device, fast, data, log)
     names, params = zip(*named_params(model))
-    opt = make_optimizer(shared, list(zip(names, params)), len(cfgs))
+    opt = make_optimizer(shared, list(zip(names, params)), len(cfgs), model.NAMES)
     # only now, all checked: a refused run leaves no folder behind
     locks = claim_folders(run_dirs, resume)
     try:
@@ -613,7 +613,7 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
         batches = MiniBatches(cfgs, data.x_train) if shared.batch_size else None
         batch = batches.indices if batches else None  # what a step's loss reads: (R, B) or all
         token_freqs = [token_frequency(cfg, x) for cfg, x in zip(cfgs, data.x_train)]
-        ratios = ratios_at_start(cfgs, runs.metrics, names, params, token_freqs)
+        ratios = ratios_at_start(cfgs, runs.metrics, model.NAMES, names, params, token_freqs)
         # on a GPU the step between evaluations is a CUDA graph, which reads the .grad tensors
         # it recorded: every step keeps them
         keep_grads = device == "cuda"
@@ -632,9 +632,9 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
                 evaluation = (step % shared.eval_every == 0 or step % shared.ckpt_every == 0
                               or step >= runs.end)
                 if evaluation:  # 'auto' follows the weights
-                    ratios = [run_ratio(cfgs, r, names, params, token_freqs)
+                    ratios = [run_ratio(cfgs, r, model.NAMES, names, params, token_freqs)
                               for r in range(len(cfgs))]
-                lr_wd = set_hyper(opt, names, cfgs, step, ratios, unused)
+                lr_wd = set_hyper(opt, names, cfgs, step, ratios, unused, model.NAMES)
                 if batches:
                     batches.load(step)
                 if not evaluation:
@@ -729,7 +729,7 @@ class MiniBatches:
                            non_blocking=True)
 
 
-def ratios_at_start(cfgs, metrics, names, params, token_freqs):
+def ratios_at_start(cfgs, metrics, roles, names, params, token_freqs):
     """Each run's embedding lr ratio at its last evaluation, as uninterrupted: the one
     metrics recorded where a run resumes between evaluations, else at its weights now."""
     ratios = []
@@ -737,17 +737,18 @@ def ratios_at_start(cfgs, metrics, names, params, token_freqs):
         if m["step"] and np.isfinite(m["emb_lr_ratio"][-1]):  # resumed between evaluations
             ratios.append(m["emb_lr_ratio"][-1])
         else:
-            ratios.append(run_ratio(cfgs, r, names, params, token_freqs))
+            ratios.append(run_ratio(cfgs, r, roles, names, params, token_freqs))
     return ratios
 
 
-def run_ratio(cfgs, r, names, params, token_freqs):
-    """Run r's embedding lr ratio at its weights now (optim.emb_lr_ratio)."""
+def run_ratio(cfgs, r, roles, names, params, token_freqs):
+    """Run r's embedding lr ratio at its weights now (optim.emb_lr_ratio; roles: the model's
+    NAMES)."""
     if len(cfgs) == 1:
         run_params = dict(zip(names, params))
     else:
         run_params = {n: p[r] for n, p in zip(names, params)}
-    return emb_lr_ratio(run_params, cfgs[r], token_freqs[r])
+    return emb_lr_ratio(run_params, cfgs[r], token_freqs[r], roles)
 
 
 def step_between_evaluations(forward, data, batch, opt, params, cfg, graphed):

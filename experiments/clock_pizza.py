@@ -59,6 +59,7 @@ ZHONG = {"their model A (Pizza, attention rate 0)":
 class ZhongModel(torch.nn.Module):
     """Zhong et al.'s one-layer transformer (their eval-main.ipynb) at attention rate 0, where
     every attention weight is 1 (softmax x 0 + 1): tokens [a, b] -> logits over c at b."""
+    NAMES = dict(embed="embed.W_E")  # as model.py's models: embedding_gradients hooks its module
 
     def __init__(self, w):
         super().__init__()
