@@ -96,7 +96,7 @@ def runs_step(cfg, lns, R, device, graph=True):
     model, forward, skip = build_runs(models)
     names, params = zip(*named_params(model))
     opt = AdamW(list(params), cfg.betas, cfg.eps, R)
-    set_hyper(opt, names, cfgs, cfg.warmup, [1.0] * R, skip)
+    set_hyper(opt, names, cfgs, cfg.warmup, [1.0] * R, skip, model.NAMES)
 
     def step():
         opt.zero_grad(set_to_none=device != "cuda")

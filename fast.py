@@ -10,8 +10,9 @@ The speed layer: model.py's functions computed faster, and many runs trained as 
 - cuda_graph(), GraphedStep: a whole training step recorded once and replayed (GPU);
   cpu_settings(), adamw_step(): the CPU settings training runs under.
 
-Everything here is a function of a parameter dict P (name -> tensor, model.py's names), so a
-single run and a stack of runs (vmapped, or run by run) share one code path.
+Everything here is a function of a parameter dict P (name -> tensor, model.py's names, read
+from the model's NAMES by role), so a single run and a stack of runs (vmapped, or run by run)
+share one code path.
 """
 import contextlib
 import copy
@@ -25,7 +26,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.func import functional_call, stack_module_state, vmap
 
-from model import ACTS, LN_PLACEMENTS
+from model import ACTS, LN_PLACEMENTS, param_name
 
 
 def norm(cfg, P, name, x):
@@ -35,21 +36,22 @@ def norm(cfg, P, name, x):
     return F.rms_norm(x, (cfg.d_model,), P[name + ".weight"], cfg.ln_eps)
 
 
-def transformer_table(cfg, P, alpha, tokens, train=True):
+def transformer_table(cfg, name, P, alpha, tokens, train=True):
     """model.Transformer's logits for one layer. The loss is read at the last position, so
     only that position needs a query, MLP and unembedding, and every value before the
     attention mix depends on (token, position) alone: keys, values and scores are computed
     once per step on the 3 x (p+1) table of possible rows and gathered per example.
     F.embedding gathers, because its backward is a fast dense scatter (advanced indexing's
-    index_put_ backward is slow). Position 2 always holds '=': one query, key and value row."""
+    index_put_ backward is slow). Position 2 always holds '=': one query, key and value row.
+    name(role): the name of the parameter of that role (the model's NAMES; block 0's)."""
     place, act = LN_PLACEMENTS[cfg.ln], ACTS[cfg.act]
     H, d = cfg.n_heads, cfg.d_model
     dh = d // H
-    E = P["embed.weight"]
-    table = E.unsqueeze(0) + P["pos"].unsqueeze(1)                      # (3, V, d)
-    qk_in = norm(cfg, P, "blocks.0.ln1", table) if place.qk else table
-    v_in = norm(cfg, P, "blocks.0.ln1", table) if place.v else table
-    Wq, Wk, Wv = P["blocks.0.attn.in_proj_weight"].chunk(3)
+    E = P[name("embed")]
+    table = E.unsqueeze(0) + P[name("pos")].unsqueeze(1)                # (3, V, d)
+    qk_in = norm(cfg, P, name("ln1"), table) if place.qk else table
+    v_in = norm(cfg, P, name("ln1"), table) if place.v else table
+    Wq, Wk, Wv = P[name("attn_in")].chunk(3)
     eq = E.shape[0] - 1                                                 # the '=' token
     q = (qk_in[2, eq] @ Wq.T).view(H, dh) / math.sqrt(dh)               # the one query
     k = (qk_in @ Wk.T).view(3, -1, H, dh)
@@ -62,38 +64,39 @@ def transformer_table(cfg, P, alpha, tokens, train=True):
     z = (w[..., 0, None] * F.embedding(a, v[0]).view(-1, H, dh)
          + w[..., 1, None] * F.embedding(b, v[1]).view(-1, H, dh)
          + w[..., 2, None] * v[2, eq].view(H, dh))                      # (N, H, dh)
-    x = table[2, eq] + z.reshape(-1, d) @ P["blocks.0.attn.out_proj.weight"].T   # (N, d)
+    x = table[2, eq] + z.reshape(-1, d) @ P[name("attn_out")].T       # (N, d)
     if place.post:
-        x = norm(cfg, P, "blocks.0.ln1", x)
-    u = norm(cfg, P, "blocks.0.ln2", x) if place.mlp else x
-    h = act(F.linear(u, P["blocks.0.fc1.weight"], P["blocks.0.fc1.bias"]))
+        x = norm(cfg, P, name("ln1"), x)
+    u = norm(cfg, P, name("ln2"), x) if place.mlp else x
+    h = act(F.linear(u, P[name("fc1")], P[name("fc1_bias")]))
     if cfg.dropout:
         h = F.dropout(h, cfg.dropout, train)                            # model.Block's mask
-    x = x + F.linear(h, P["blocks.0.fc2.weight"], P["blocks.0.fc2.bias"])
+    x = x + F.linear(h, P[name("fc2")], P[name("fc2_bias")])
     if place.post:
-        x = norm(cfg, P, "blocks.0.ln2", x)
-    return alpha * (x @ P["unembed"])
+        x = norm(cfg, P, name("ln2"), x)
+    return alpha * (x @ P[name("readout")])
 
 
-def mlp_table(cfg, P, alpha, tokens, train=True):
+def mlp_table(cfg, name, P, alpha, tokens, train=True):
     """model.EmbedMLP's logits. The first layer is linear in each input token's vector,
     fc1([u_a, u_b]) = W_a u_a + W_b u_b + bias, so it runs on the tables E W_a^T and E W_b^T
     (one-hot input: the columns of W themselves) gathered per example, instead of an
-    (N, 2d) x (2d, d_mlp) product. With --mlp-eq, '=' is a third input and W a third block."""
+    (N, 2d) x (2d, d_mlp) product. With --mlp-eq, '=' is a third input and W a third block.
+    name(role, i): the name of the parameter of that role (the model's NAMES; layer i's)."""
     n_in = 3 if cfg.mlp_eq else 2
-    W = P["fc1.weight"].chunk(n_in, dim=1)                  # one block of columns per input
+    W = P[name("first")].chunk(n_in, dim=1)                 # one block of columns per input
     if cfg.embed == "learned":
-        tables = [P["embed.weight"] @ w.T for w in W]       # (V, d_mlp) each
+        tables = [P[name("embed")] @ w.T for w in W]        # (V, d_mlp) each
     else:
         tables = [w.T for w in W]
     act = ACTS[cfg.act]
     h = sum(F.embedding(tokens[:, i], t) for i, t in enumerate(tables))
     if cfg.bias:
-        h = h + P["fc1.bias"]
+        h = h + P[name("first_bias")]
     h = act(h)
     for i in range(cfg.n_layers - 1):
-        h = act(F.linear(h, P[f"hidden.{i}.weight"], P.get(f"hidden.{i}.bias")))
-    return alpha * F.linear(h, P["readout.weight"], P.get("readout.bias"))
+        h = act(F.linear(h, P[name("hidden", i)], P.get(name("hidden_bias", i))))
+    return alpha * F.linear(h, P[name("readout")], P.get(name("readout_bias")))
 
 
 def has_table(cfg):
@@ -107,7 +110,8 @@ def forward_fn(model, fast=True):
     cfg = model.cfg
     if fast and has_table(cfg):
         table = mlp_table if cfg.model == "mlp" else transformer_table
-        return lambda P, buffers, x, train=True: table(cfg, P, buffers["alpha"], x, train)
+        name = functools.partial(param_name, model)
+        return lambda P, buffers, x, train=True: table(cfg, name, P, buffers["alpha"], x, train)
     base = copy.deepcopy(model).to("meta")  # the code; the parameters come in P
 
     def reference(P, buffers, x, train=True):
@@ -163,6 +167,7 @@ class Stacked(nn.Module):
 
     def __init__(self, models, fast=True, fns=None):
         super().__init__()
+        self.NAMES = models[0].NAMES  # the runs' parameter names by role (model.py)
         params, self.bufs = stack_module_state(models)
         self.names = list(params)
         self.flat = nn.ParameterList(params.values())

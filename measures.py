@@ -29,6 +29,7 @@ from data import all_pairs, hole_mask, train_mask
 from fourier import (ONE_FREQ, ce, component_norms, cos_fit_r2, cos_template_r2, excluded_loss,
                      fourier_basis, frequency_norms, key_frequencies, neuron_frequencies,
                      restricted_loss)
+from model import get_param, param_name
 from runfiles import Stop
 
 N_NTK = 256       # fixed train pairs for the NTK; None: all, Singh et al.'s K (3831^2 x 0.2M MACs)
@@ -166,18 +167,21 @@ def gradient_symmetricity(grad_a, grad_b):
 def embedding(model, cfg, operand=0):
     """The embeddings (p, d) of the first operand's tokens (operand=1: the second's, the same
     rows unless --b-offset); for the one-hot MLP the first layer's columns of that operand."""
-    if hasattr(model, "embed"):
+    E = get_param(model, "embed")
+    if E is not None:
         start = operand * cfg.b_offset
-        return model.embed.weight[start:start + cfg.p]
-    width = model.fc1.in_features // (3 if cfg.mlp_eq else 2)  # one block per input token
-    return model.fc1.weight[:, operand * width:operand * width + cfg.p].T
+        return E[start:start + cfg.p]
+    W = get_param(model, "first")
+    width = W.shape[1] // (3 if cfg.mlp_eq else 2)  # one block of columns per input token
+    return W[:, operand * width:operand * width + cfg.p].T
 
 
 def neuron_logit_map(model, cfg):
     """W_L (p classes, d_mlp): logits as a linear function of the MLP neurons."""
-    if cfg.model == "transformer":
-        return (model.unembed.T @ model.blocks[-1].fc2.weight)[:cfg.p]
-    return model.readout.weight[:cfg.p]
+    W_U = get_param(model, "readout")
+    if cfg.model == "transformer":  # through the last block's W_out
+        return (W_U.T @ get_param(model, "fc2", cfg.n_layers - 1))[:cfg.p]
+    return W_U[:cfg.p]
 
 
 def ntk(model, x):
@@ -209,15 +213,17 @@ def hessian_top(model, x, y, block, v0=None, iters=10):
 
 def embedding_gradients(model, x, c):
     """d logit_{c_i} / d e_i for each row i of tokens x, c (N,) the classes: e (N, T, d) the
-    output of model.embed (the input embeddings, before positions are added), by a forward hook
-    that makes it a leaf of the graph. The rows are independent (no batch statistics), so one
-    backward of the summed logits gives every row's gradient. Returns (N, T, d)."""
+    output of the embedding module (the one holding NAMES' embed: the input embeddings, before
+    positions are added), by a forward hook that makes it a leaf of the graph. The rows are
+    independent (no batch statistics), so one backward of the summed logits gives every row's
+    gradient. Returns (N, T, d)."""
     leaf = []
 
     def hook(module, args, out):
         leaf.append(out.detach().requires_grad_())
         return leaf[0]
-    handle = model.embed.register_forward_hook(hook)
+    embed = model.get_submodule(param_name(model, "embed").rpartition(".")[0])
+    handle = embed.register_forward_hook(hook)
     try:
         logits = model(x)
     finally:
@@ -390,7 +396,7 @@ def ntk_distance(c):
 def clock_pizza_gradients(c):
     """Gradient symmetricity of the checkpoint on its fixed triples; NaN for a model without
     learned input embeddings (one-hot operands)."""
-    if not hasattr(c.model, "embed"):
+    if get_param(c.model, "embed") is None:
         return np.nan
     with torch.enable_grad():
         grads = embedding_gradients(c.model, c.x[c.sym_idx], c.sym_class)

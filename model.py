@@ -14,13 +14,18 @@ Two families share one interface:
 
 This file is the maths. fast.py computes the same functions faster for training; every training
 run checks it against this file first (train.py), so an edit here is never silently ignored.
+Each model class names its parameters by role in NAMES, the table that optim.py, measures.py
+and fast.py read (param_name): rename or add a layer there too, or build_model says so.
 """
 import math
+import re
 from typing import NamedTuple
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from runfiles import Stop
 
 
 class LN(NamedTuple):
@@ -127,6 +132,23 @@ class Block(nn.Module):
 
 
 class Transformer(nn.Module):
+    # Its parameters' names by role, the one place besides __init__ that spells them: optim.py
+    # (Muon's matrices, the embedding's lr), measures.py and fast.py read them here, so renaming a
+    # layer is an edit of __init__ and of this table; a parameter no entry names stops
+    # build_model in one line (check_names). {i}: a block's index; a module's name stands for
+    # its .weight (and .bias).
+    NAMES = dict(
+        embed="embed.weight",                            # W_E (n_vocab, d)
+        pos="pos",                                       # positions (3, d)
+        readout="unembed",                               # W_U (d, n_out)
+        ln1="blocks.{i}.ln1", ln2="blocks.{i}.ln2",      # block i's norms (modules; see Block)
+        attn_in="blocks.{i}.attn.in_proj_weight",        # W_Q, W_K, W_V stacked (3d, d)
+        attn_out="blocks.{i}.attn.out_proj.weight",      # W_O (d, d)
+        fc1="blocks.{i}.fc1.weight", fc1_bias="blocks.{i}.fc1.bias",  # W_in (d_mlp, d), b_in
+        fc2="blocks.{i}.fc2.weight", fc2_bias="blocks.{i}.fc2.bias",  # W_out (d, d_mlp), b_out
+    )
+    NAMES["first"] = NAMES["attn_in"].format(i=0)  # the first layer to read W_E: block 0's
+
     def __init__(self, cfg):
         super().__init__()
         self.cfg = cfg
@@ -163,6 +185,13 @@ class EmbedMLP(nn.Module):
     """AlQuabeh et al.: [E(a), E(b)] -> ReLU(W1 .) -> readout; embed='onehot': one-hot operands
     (a free lookup table, no E -> W coupling). Gu et al.'s DNN (mlp_eq, n_layers=2): [E(a), E(b),
     E('=')]; one-hot: their README's fixed identity, each one-hot padded to d_model (3 d inputs)."""
+    # Its parameters' names by role, as Transformer.NAMES ({i}: a hidden layer's index)
+    NAMES = dict(
+        embed="embed.weight",                                 # W_E (n_vocab, d): learned only
+        first="fc1.weight", first_bias="fc1.bias",            # W (d_mlp, inputs x their width)
+        hidden="hidden.{i}.weight", hidden_bias="hidden.{i}.bias",  # (d_mlp, d_mlp) each
+        readout="readout.weight", readout_bias="readout.bias",      # W_U (n_out, d_mlp)
+    )
 
     def __init__(self, cfg):
         super().__init__()
@@ -248,5 +277,32 @@ def build_model(cfg):
     cfg.check()
     torch.manual_seed(cfg.seed)
     model = Transformer(cfg) if cfg.model == "transformer" else EmbedMLP(cfg)
+    check_names(model)
     _init(model, cfg)
     return model.to(getattr(torch, cfg.dtype))
+
+
+def param_name(model, role, i=0):
+    """The name of model's parameter (or module) of `role` in its NAMES, of block or layer i
+    where the role has one per block. model: a model, its class, or anything that carries one's
+    NAMES (a fast.Stacked module)."""
+    return model.NAMES[role].format(i=i)
+
+
+def get_param(model, role, i=0):
+    """model's parameter of `role` (param_name), or None where it has none (an embedding of
+    one-hot operands)."""
+    return dict(model.named_parameters()).get(param_name(model, role, i))
+
+
+def check_names(model):
+    """Stop, in one line, at a parameter of model that no entry of its NAMES names: a layer
+    renamed or added in __init__ alone, which optim.py, measures.py and fast.py, reading NAMES,
+    would otherwise miss silently (Muon moving a renamed readout, an embedding losing its lr)."""
+    # each entry a pattern: {i} any index, a module's name any parameter under it
+    patterns = [re.escape(name).replace(re.escape("{i}"), r"\d+") + r"(\..+)?"
+                for name in model.NAMES.values()]
+    for name, _ in model.named_parameters():
+        if not any(re.fullmatch(pattern, name) for pattern in patterns):
+            raise Stop(f"parameter {name!r} of {type(model).__name__} has no entry in its NAMES: "
+                       "name its role there (optim.py, measures.py and fast.py read them)")

@@ -3,7 +3,7 @@ The update rule: AdamW with per-run learning rates and weight decays, the schedu
 embedding learning-rate ratio. The one place to change how parameters move.
 
     opt = AdamW(params, betas=(0.9, 0.98), eps=1e-8, runs=R)
-    set_hyper(opt, names, cfgs, step, ratios, unused)   # each run's lr and wd at this step
+    set_hyper(opt, names, cfgs, step, ratios, unused, model.NAMES)  # lr, wd at this step
     loss.backward()
     opt.step()
 
@@ -223,8 +223,9 @@ def muon_step(p, grad, s, lr, wd):
     p.add_(update * (-lr * 0.2 * max(p.shape[-2:]) ** 0.5))
 
 
-def make_optimizer(cfg, named, runs):
-    """The optimizer cfg asks for, over the (name, parameter) pairs of R runs."""
+def make_optimizer(cfg, named, runs, roles):
+    """The optimizer cfg asks for, over the (name, parameter) pairs of R runs; roles: the
+    model's NAMES (model.py), which say which parameter is which."""
     filters = {"ema": ("ema", cfg.gf_alpha, cfg.gf_lamb), "ma": ("ma", cfg.gf_window, cfg.gf_lamb),
                "none": None}
     muon = []
@@ -232,8 +233,8 @@ def make_optimizer(cfg, named, runs):
         # Muon moves the hidden matrices only (Jordan et al.): not the embeddings, positions or
         # readout, and no vector
         run_axis = 1 if runs > 1 else 0
-        muon = [p for name, p in named if p.dim() - run_axis == 2
-                and name.split(".")[0] not in ("embed", "pos", "unembed", "readout")]
+        not_hidden = {roles[role] for role in ("embed", "pos", "readout") if role in roles}
+        muon = [p for name, p in named if p.dim() - run_axis == 2 and name not in not_hidden]
     return AdamW([p for _, p in named], cfg.betas, cfg.eps, runs, coupled=cfg.optimizer == "adam",
                  grokfast=filters[cfg.grokfast], orthograd=cfg.orthograd, muon=muon)
 
@@ -253,28 +254,29 @@ def schedule(cfg, step):
 
 
 @torch.no_grad()
-def emb_lr_ratio(P, cfg, embed_frequency):
-    """Embedding lr / lr of a run with parameters P (name -> tensor). 'auto' is AlQuabeh et
-    al.'s rule c = s_max(E)/s_max(W) * f_W/f_E: W the first layer after the embedding; f the
-    fraction of steps in which a block gets a gradient: f_W = 1 (every step), f_E =
-    embed_frequency (data.token_frequency; 1 with full batches)."""
+def emb_lr_ratio(P, cfg, embed_frequency, roles):
+    """Embedding lr / lr of a run with parameters P (name -> tensor; roles: the model's NAMES).
+    'auto' is AlQuabeh et al.'s rule c = s_max(E)/s_max(W) * f_W/f_E: W the first layer after
+    the embedding; f the fraction of steps in which a block gets a gradient: f_W = 1 (every
+    step), f_E = embed_frequency (data.token_frequency; 1 with full batches)."""
     if cfg.emb_lr_ratio != "auto":
         return float(cfg.emb_lr_ratio)
-    W = P["fc1.weight" if cfg.model == "mlp" else "blocks.0.attn.in_proj_weight"]
-    ids = torch.arange(cfg.p, device=P["embed.weight"].device)
-    E = P["embed.weight"][torch.cat([ids, ids + cfg.b_offset]).unique()]  # both operands' rows
+    W, embed = P[roles["first"]], P[roles["embed"]]
+    ids = torch.arange(cfg.p, device=embed.device)
+    E = embed[torch.cat([ids, ids + cfg.b_offset]).unique()]  # both operands' rows
     ratio = torch.linalg.matrix_norm(E, 2) / torch.linalg.matrix_norm(W, 2) / embed_frequency
     return float(ratio)
 
 
-def set_hyper(opt, names, cfgs, step, ratios, unused):
+def set_hyper(opt, names, cfgs, step, ratios, unused, roles):
     """Each run's lr and weight decay at `step` (schedule), per parameter, into the optimizer;
     returns the runs' [(lr, wd), ...]. ratios[r]: run r's embedding lr ratio; unused[r]: the
-    names of the parameters run r never reads (weight decay 0, as a lone run never steps them)."""
+    names of the parameters run r never reads (weight decay 0, as a lone run never steps them);
+    roles: the model's NAMES, which name the embedding."""
     lr_wd = [schedule(cfg, step) for cfg in cfgs]
     lrs, wds = [], []  # per parameter, a value per run
     for name in names:
-        if name == "embed.weight":
+        if name == roles["embed"]:
             lrs.append([lr * ratios[r] for r, (lr, _) in enumerate(lr_wd)])
         else:
             lrs.append([lr for lr, _ in lr_wd])

@@ -190,11 +190,11 @@ def test_token_frequency_is_the_fraction_of_steps_a_token_is_seen():
     s = lambda w: torch.linalg.matrix_norm(w, 2).item()
     full = s(model.embed.weight[:113]) / s(model.fc1.weight)
     P = dict(model.named_parameters())
-    assert emb_lr_ratio(P, model.cfg, 1.0) == pytest.approx(full)
-    assert emb_lr_ratio(P, model.cfg, 0.25) == pytest.approx(4 * full)
+    assert emb_lr_ratio(P, model.cfg, 1.0, model.NAMES) == pytest.approx(full)
+    assert emb_lr_ratio(P, model.cfg, 0.25, model.NAMES) == pytest.approx(4 * full)
     model = build_model(Config(model="mlp", act="relu", emb_lr_ratio="auto", b_offset=60))
     P = dict(model.named_parameters())  # b's tokens 60..172: a's and b's rows, not '=''s
-    assert emb_lr_ratio(P, model.cfg, 1.0) == pytest.approx(
+    assert emb_lr_ratio(P, model.cfg, 1.0, model.NAMES) == pytest.approx(
         s(model.embed.weight[:173]) / s(model.fc1.weight))
 
 

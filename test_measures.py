@@ -442,6 +442,7 @@ class CircleModel(torch.nn.Module):
     """Tokens [a, b, '='] -> p logits, from a circle embedding E(t) = (cos wt, sin wt): the Clock
     multiplies the rotations, logit_c = Re(z_a z_b conj(z_c)) = cos(w(a+b-c)); the Pizza reads the
     sum s = E(a) + E(b), logit_c = (s . (cos(wc/2), sin(wc/2)))^2."""
+    NAMES = dict(embed="embed.weight")  # as model.py's models: embedding_gradients hooks it
 
     def __init__(self, p, k, pizza):
         super().__init__()

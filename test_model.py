@@ -9,13 +9,17 @@ import math
 import re
 from dataclasses import replace
 
+import numpy as np
 import pytest
 import torch
 
+import measures
+import model as model_module
 from config import Config
 from conftest import SMALL, quiet, small_cfg, train_alone
 from fast import MATCHES, Stacked, build_runs, check_forward, forward_fn, unused_params
-from model import LN_PLACEMENTS, build_model
+from model import LN_PLACEMENTS, EmbedMLP, Transformer, build_model, param_name
+from optim import make_optimizer
 from runfiles import Stop
 
 
@@ -239,6 +243,89 @@ def test_check_compares_gradients_too():
     mlp = build_model(Config(model="mlp", dtype="float64", p=23, d_model=32, d_mlp=64))
     wrong = lambda P, buffers, t: 2 * forward_fn(mlp)(P, buffers, t)
     assert check_forward(mlp, wrong, x[:64], y[:64]) >= 1  # logits twice as large
+
+
+# ---------------------------------------------------------------- parameter names: model.NAMES
+
+def renamed(base, aliases, names=None):
+    """A subclass of base whose __init__ registers some layers under other names (aliases: old
+    -> new; its code reaches them by the old), with NAMES given (None: base's, left stale)."""
+    class Renamed(base):
+        NAMES = base.NAMES if names is None else {**base.NAMES, **names}
+
+        def __init__(self, cfg):
+            super().__init__(cfg)
+            for registry in ("_parameters", "_modules"):  # each where it stood: the init
+                # draws in that order
+                layers = self.__dict__[registry]
+                self.__dict__[registry] = {aliases.get(k, k): v for k, v in layers.items()}
+
+        def __getattr__(self, name):
+            return super().__getattr__(aliases.get(name, name))
+    return Renamed
+
+
+RENAMED = [  # a model family's layers renamed (the readout too: 2-D, Muon would move it) and
+    # NAMES saying so; each config moves the embedding at its own lr, Muon the hidden matrices
+    (Transformer, dict(embed="tok", pos="W_pos", unembed="W_U"),
+     dict(embed="tok.weight", pos="W_pos", readout="W_U"),
+     dict(optimizer="muon", emb_lr_ratio="10")),
+    (EmbedMLP, dict(fc1="layer1", readout="head"),
+     dict(first="layer1.weight", first_bias="layer1.bias", readout="head.weight",
+          readout_bias="head.bias"),
+     dict(model="mlp", n_layers=2, optimizer="muon", emb_lr_ratio="auto")),
+]
+
+
+@pytest.mark.parametrize("base, aliases, names, kw", RENAMED)
+def test_a_layer_renamed_with_its_names_keeps_optimizer_measures_and_training(
+        base, aliases, names, kw, tmp_path, monkeypatch):
+    """optim.py, measures.py and fast.py ask model.NAMES: a layer renamed there as in __init__
+    trains and measures exactly as before (Muon's matrices, the embedding's lr, the fast
+    forward)."""
+    cfg = small_cfg(steps=12, **kw)
+    original = build_model(cfg)
+    monkeypatch.setattr(model_module, base.__name__, renamed(base, aliases, names))
+    model = build_model(cfg)
+    assert set(aliases.values()) <= {n.split(".")[0] for n, _ in model.named_parameters()}
+    for role in ("embed", "first", "readout"):  # the same tensors under their new names
+        assert torch.equal(model.get_parameter(param_name(model, role)),
+                           original.get_parameter(param_name(original, role)))
+
+    back = {new: old for old, new in aliases.items()}
+
+    def moved_by_muon(m):  # the names of the parameters Muon moves, as the original has them
+        opt = make_optimizer(cfg, list(m.named_parameters()), 1, m.NAMES)
+        moved = []
+        for name, p in m.named_parameters():
+            head, dot, rest = name.partition(".")
+            if id(p) in opt.muon:
+                moved.append(back.get(head, head) + dot + rest)
+        return sorted(moved)
+    assert moved_by_muon(model) == moved_by_muon(original)  # a renamed readout not among them
+    for f in (measures.embedding, measures.neuron_logit_map):
+        torch.testing.assert_close(f(model, cfg), f(original, cfg), rtol=0, atol=0)
+    x, y = tokens(cfg.p), torch.randint(0, cfg.p, (200,))
+    assert check_forward(model, forward_fn(model), x[:64], y[:64]) < MATCHES  # fast still
+    monkeypatch.undo()
+    want = train_alone(cfg, str(tmp_path / "original"), log=quiet)
+    monkeypatch.setattr(model_module, base.__name__, renamed(base, aliases, names))
+    got = train_alone(cfg, str(tmp_path / "renamed"), log=quiet)
+    for k in want:
+        np.testing.assert_array_equal(got[k], want[k])
+
+
+@pytest.mark.parametrize("base, aliases, names, kw", RENAMED)
+def test_a_layer_renamed_in_init_alone_stops_in_one_line(base, aliases, names, kw,
+                                                          monkeypatch):
+    """NAMES left stale, optim.py would hand the renamed readout to Muon silently: instead
+    build_model (every run's) stops, naming the parameter."""
+    monkeypatch.setattr(model_module, base.__name__, renamed(base, aliases))
+    with pytest.raises(Stop) as e:
+        build_model(small_cfg(**kw))
+    assert "\n" not in str(e.value)
+    assert re.fullmatch(r"parameter '(\w+)\.?\w*' of Renamed has no entry in its NAMES: .*",
+                        str(e.value)).group(1) in aliases.values()
 
 
 # ---------------------------------------------------------------- model: LN placements

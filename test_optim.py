@@ -69,7 +69,7 @@ def test_muon_moves_exactly_the_hidden_matrices_as_torch_muon_does():
         named = list(model.named_parameters())
         if runs > 1:
             named = [(n, torch.nn.Parameter(torch.stack([p.detach()] * runs))) for n, p in named]
-        opt = make_optimizer(cfg, named, runs)
+        opt = make_optimizer(cfg, named, runs, model.NAMES)
         return {n for n, p in named if id(p) in opt.muon}
     hidden = {"blocks.0.attn.in_proj_weight", "blocks.0.attn.out_proj.weight",
               "blocks.0.fc1.weight", "blocks.0.fc2.weight"}

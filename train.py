@@ -32,6 +32,7 @@ def interrupted_at_start(*_):
 if __name__ == "__main__":  # a Ctrl-C while torch loads (seconds) is one line too
     signal.signal(signal.SIGINT, interrupted_at_start)
 from dataclasses import dataclass, field, fields
+from typing import NamedTuple
 
 import numpy as np
 import torch
@@ -86,13 +87,39 @@ def accuracy(logits, y):
 
 
 def parse_args(argv=None):
-    defaults = {f.name: f.default for f in fields(Config)}
-    shown = {**defaults, **PRESETS.get(preset_given(argv), {})}  # what --help says is default
+    """The runs a command line asks for: a Config and a folder each, and the parsed arguments
+    (device, resume, ...)."""
+    args = make_parser(argv).parse_args(argv)
+    if args.resume and args.auto_resume:
+        raise Stop("--resume and --auto-resume: give one")
+    if args.auto_resume:
+        args.resume = AUTO
+    if args.out == "":
+        raise Stop("--out '' names no folder; give one (default runs)")
+    given = {f.name: getattr(args, f.name) for f in fields(Config)
+             if getattr(args, f.name) is not None}
+    cfgs = swept_configs(args.preset, given)
+    return cfgs, run_folders(cfgs, args, given), args
+
+
+def make_parser(argv):
+    """train.py's parser: --preset, a flag per Config field in its section, then the run's.
+    Every Config flag defaults to None, so that a flag given is told from a default."""
     ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
                         usage="python train.py [--preset NAME] [options]", epilog=presets_text())
     ap.add_argument("--preset", default="singh", choices=list(PRESETS),
                     help="the paper whose defaults the run starts from (below; a flag given "
                          "wins; --preset NAME --help shows its defaults) (default singh)")
+    add_config_options(ap, shown_defaults=PRESETS.get(preset_given(argv), {}))
+    add_run_options(ap)
+    return ap
+
+
+def add_config_options(ap, shown_defaults):
+    """A flag per Config field, in argument groups by SECTIONS; its help shows the default of
+    the preset given (shown_defaults, over Config's own)."""
+    defaults = {f.name: f.default for f in fields(Config)}
+    shown = {**defaults, **shown_defaults}  # what --help says is default
     group = None
     for f in fields(Config):
         if f.name in SECTIONS:
@@ -117,6 +144,11 @@ def parse_args(argv=None):
             kind = int if defaults[f.name] is None else type(defaults[f.name])
             group.add_argument("--" + flag(f.name), type=kind, nargs="+" if several else None,
                                **kw)
+
+
+def add_run_options(ap):
+    """The flags that are not a run's Config: where and how this command trains, and where its
+    runs go."""
     run = ap.add_argument_group("run")
     run.add_argument("--device", default="auto",
                      help="auto (cuda if there is one), cpu or cuda (default auto)")
@@ -134,24 +166,20 @@ def parse_args(argv=None):
     output = ap.add_argument_group("output")
     output.add_argument("--out", default="runs", help="folder of runs (default runs)")
     output.add_argument("--name", help="run name (default: made from the options given)")
-    args = ap.parse_args(argv)
-    if args.resume and args.auto_resume:
-        raise Stop("--resume and --auto-resume: give one")
-    if args.auto_resume:
-        args.resume = AUTO
-    if args.out == "":
-        raise Stop("--out '' names no folder; give one (default runs)")
-    given = {f.name: getattr(args, f.name) for f in fields(Config)
-             if getattr(args, f.name) is not None}
+
+
+def swept_configs(preset, given):
+    """A Config per combination of the swept options' values (SWEPT_OPTIONS), on the preset's
+    defaults and the flags given; several data seeds go one per --seed, paired in order (a
+    split drawn apart from the init)."""
     swept = {k: given[k] for k in SWEPT_OPTIONS if k in given}
     for k, values in swept.items():
         if len(set(values)) < len(values):
             raise Stop(f"--{flag(k)}: a value is given twice")
-    # several data seeds: one per --seed, paired in order (a split drawn apart from the init)
     seeds, data_seeds = given.get("seed", [None]), given.get("data_seed", [None])
     if len(data_seeds) not in (1, len(seeds)):
         raise Stop(f"--data-seed: give one, or one per --seed ({len(seeds)})")
-    base = {**PRESETS[args.preset], **given, "data_seed": None}
+    base = {**PRESETS[preset], **given, "data_seed": None}
     cfgs = [Config.from_dict({**base, **dict(zip(swept, values))})
             for values in itertools.product(*swept.values())]
     for cfg in cfgs:
@@ -159,6 +187,11 @@ def parse_args(argv=None):
             cfg.data_seed = data_seeds[seeds.index(cfg.seed)]
         else:
             cfg.data_seed = data_seeds[0]
+    return cfgs
+
+
+def run_folders(cfgs, args, given):
+    """Each run's folder: --out joined with --name, or with a name made from its options."""
     try:
         args.out.encode("utf-8")
     except UnicodeEncodeError:
@@ -170,7 +203,7 @@ def parse_args(argv=None):
         names = [run_name(cfg, args.preset, given) for cfg in cfgs]
     for n in names:
         check_name(n, "--name" if args.name is not None else "the run name (set one with --name)")
-    return cfgs, [os.path.join(args.out, n) for n in names], args
+    return [os.path.join(args.out, n) for n in names]
 
 
 def preset_given(argv):
@@ -564,84 +597,51 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
     device = check_options(cfgs, run_dirs, device, resume)
     mode = plan_runs(cfgs, run_dirs, resume, stop_after_grok)
     if mode == "done":
-        metrics = [load_metrics(os.path.join(run_dir, "metrics.npz")) for run_dir in run_dirs]
-        for run_dir, m in zip(run_dirs, metrics):
-            log(f"{run_dir}: finished at step {m['step'][-1]}; nothing to do")
-        return [{k: m[k].tolist() for k in m} for m in metrics]
+        return finished_metrics(run_dirs, log)
     resume = mode == "resume"
     shared = cfgs[0]  # the options every run has (all but PER_RUN_OPTIONS)
-    datasets = [make_data(cfg) for cfg in cfgs]
-    # each part of the runs' data stacked on a run axis: (R, N, 3) inputs, (R, N) labels
-    x_tr = torch.stack([x for x, _, _, _ in datasets]).to(device)
-    y_tr = torch.stack([y for _, y, _, _ in datasets]).to(device)
-    x_te = torch.stack([x for _, _, x, _ in datasets]).to(device)
-    y_te = torch.stack([y for _, _, _, y in datasets]).to(device)
-    try:
-        models = [build_model(cfg).to(device) for cfg in cfgs]
-        model, forward, unused = build_runs(models, fast, (x_tr[0, :64], y_tr[0, :64]), log)
-    except (MemoryError, RuntimeError) as e:
-        raise too_big(e, "the model", "a smaller --d-model, --d-mlp or --p")
+    data = stack_data(cfgs, device)
+    model, forward, unused = build_stack(cfgs, device, fast, data, log)
     names, params = zip(*named_params(model))
-    opt = make_optimizer(shared, list(zip(names, params)), len(cfgs))
+    opt = make_optimizer(shared, list(zip(names, params)), len(cfgs), model.NAMES)
     # only now, all checked: a refused run leaves no folder behind
     locks = claim_folders(run_dirs, resume)
     try:
-        if resume:
-            metrics, start = resume_runs(cfgs, run_dirs, model, opt)
-        else:
-            metrics = [{k: [] for k in KEYS} for _ in cfgs]
-            start = 0
-        make_folders(cfgs, run_dirs)
-        if resume:
-            log(f"run {', '.join(run_dirs)}: resumed at step {start}")
-        else:
-            log(f"run {', '.join(run_dirs)}")
-        runs = Progress(cfgs, run_dirs, metrics, start, stop_after_grok)
-
+        runs = open_runs(cfgs, run_dirs, model, opt, resume, stop_after_grok, log)
         # a step descends the evaluation's loss unless it sees a mini-batch or dropout
         descend_evaluation_loss = shared.batch_size is None and shared.dropout == 0
-        # mini-batches: each run's own seeded order; batch holds the current batch's indices
-        batches, batch = None, None
-        if shared.batch_size:
-            batches = [Batches(cfg, x) for cfg, x in zip(cfgs, x_tr)]
-            batch = torch.zeros(len(cfgs), shared.batch_size, dtype=torch.long, device=device)
-        token_freqs = [token_frequency(cfg, x) for cfg, x in zip(cfgs, x_tr)]
-        ratios = []  # each run's embedding lr ratio: at its last evaluation, as uninterrupted
-        for r, m in enumerate(metrics):
-            if m["step"] and np.isfinite(m["emb_lr_ratio"][-1]):  # resumed between evaluations
-                ratios.append(m["emb_lr_ratio"][-1])
-            else:
-                ratios.append(run_ratio(cfgs, r, names, params, token_freqs))
-        keep_grads = device == "cuda"  # a CUDA graph reads the .grad tensors it recorded
-        step_between = functools.partial(train_step, forward, x_tr, y_tr, batch, opt, params,
-                                         shared, keep_grads)
-        if device == "cuda":  # the step between evaluations recorded once, then replayed
-            step_between = GraphedStep(step_between, params, opt)
+        batches = MiniBatches(cfgs, data.x_train) if shared.batch_size else None
+        batch = batches.indices if batches else None  # what a step's loss reads: (R, B) or all
+        token_freqs = [token_frequency(cfg, x) for cfg, x in zip(cfgs, data.x_train)]
+        ratios = ratios_at_start(cfgs, runs.metrics, model.NAMES, names, params, token_freqs)
+        # on a GPU the step between evaluations is a CUDA graph, which reads the .grad tensors
+        # it recorded: every step keeps them
+        keep_grads = device == "cuda"
+        step_between = step_between_evaluations(forward, data, batch, opt, params, shared,
+                                                graphed=keep_grads)
     except BaseException:  # the folders stay locked by nothing but a loop that runs
         release_folders(locks)
         raise
 
     try:
         with cpu_settings(), CaughtSignals() as signals:
-            for step in range(start, shared.steps + 1):
+            for step in range(runs.start, shared.steps + 1):
                 if signals.caught:
                     runs.save(step, model, opt, checkpoint=False)  # resume.pt at this step
                     raise Interrupted(signals.caught[0], step)
                 evaluation = (step % shared.eval_every == 0 or step % shared.ckpt_every == 0
                               or step >= runs.end)
                 if evaluation:  # 'auto' follows the weights
-                    ratios = [run_ratio(cfgs, r, names, params, token_freqs)
+                    ratios = [run_ratio(cfgs, r, model.NAMES, names, params, token_freqs)
                               for r in range(len(cfgs))]
-                lr_wd = set_hyper(opt, names, cfgs, step, ratios, unused)
-                if batches:  # into the tensor a recorded graph reads
-                    indices = torch.from_numpy(np.stack([b(step) for b in batches]))
-                    batch.copy_(indices.pin_memory() if batch.is_cuda else indices,
-                                non_blocking=True)
+                lr_wd = set_hyper(opt, names, cfgs, step, ratios, unused, model.NAMES)
+                if batches:
+                    batches.load(step)
                 if not evaluation:
                     step_between()
                     continue
                 # an evaluation: the loop's only host synchronisations
-                losses, columns = evaluate(forward, x_tr, y_tr, x_te, y_te, params, shared,
+                losses, columns = evaluate(forward, data, params, shared,
                                            grad=descend_evaluation_loss)
                 if not torch.isfinite(losses).all():
                     runs.stop_at_nan(step, losses)
@@ -650,13 +650,11 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
                     runs.save(step, model, opt)  # before the update: it holds theta_step
                 if step >= runs.end:
                     break
-                before = [p.detach().clone() for p in params]  # for the step's length
-                if not descend_evaluation_loss:
-                    losses = step_loss(forward, x_tr, y_tr, batch, shared)
-                update(opt, params, losses, shared, keep_grads)
+                norms = step_at_evaluation(forward, data, batch, opt, params, shared, keep_grads,
+                                           losses if descend_evaluation_loss else None)
                 # no autograd graph of this step stays referenced: GraphedStep records fresh
                 del losses
-                runs.set_update_norms(distances(params, before, len(cfgs)))
+                runs.set_update_norms(norms)
                 runs.show(step, log)
     finally:
         release_folders(locks)
@@ -664,18 +662,122 @@ def train(cfgs, run_dirs, device="cpu", resume=False, stop_after_grok=None, fast
     return runs.metrics
 
 
-def run_ratio(cfgs, r, names, params, token_freqs):
-    """Run r's embedding lr ratio at its weights now (optim.emb_lr_ratio)."""
+def finished_metrics(run_dirs, log):
+    """The metrics of runs trained as far as asked already (plan_runs' "done"), said so."""
+    metrics = [load_metrics(os.path.join(run_dir, "metrics.npz")) for run_dir in run_dirs]
+    for run_dir, m in zip(run_dirs, metrics):
+        log(f"{run_dir}: finished at step {m['step'][-1]}; nothing to do")
+    return [{k: m[k].tolist() for k in m} for m in metrics]
+
+
+class Data(NamedTuple):
+    """The runs' task, each part stacked on a run axis: (R, N, 3) inputs, (R, N) labels."""
+    x_train: torch.Tensor
+    y_train: torch.Tensor
+    x_test: torch.Tensor
+    y_test: torch.Tensor
+
+
+def stack_data(cfgs, device):
+    """Each run's task (data.make_data), stacked part by part on a run axis."""
+    datasets = [make_data(cfg) for cfg in cfgs]
+    return Data(*(torch.stack(part).to(device) for part in zip(*datasets)))
+
+
+def build_stack(cfgs, device, fast, data, log):
+    """The runs' models, built and stacked (fast.build_runs: their module, forward, and per
+    run the parameters it never reads), the fast forward checked on a probe batch of run 0's
+    training set; Stop if they do not fit in memory."""
+    try:
+        models = [build_model(cfg).to(device) for cfg in cfgs]
+        return build_runs(models, fast, (data.x_train[0, :64], data.y_train[0, :64]), log)
+    except (MemoryError, RuntimeError) as e:
+        raise too_big(e, "the model", "a smaller --d-model, --d-mlp or --p")
+
+
+def open_runs(cfgs, run_dirs, model, opt, resume, stop_after_grok, log):
+    """The runs' Progress at their first step: resumed from resume.pt into model and opt, or
+    fresh; their folders made (config.json written) and a line said."""
+    if resume:
+        metrics, start = resume_runs(cfgs, run_dirs, model, opt)
+    else:
+        metrics = [{k: [] for k in KEYS} for _ in cfgs]
+        start = 0
+    make_folders(cfgs, run_dirs)
+    if resume:
+        log(f"run {', '.join(run_dirs)}: resumed at step {start}")
+    else:
+        log(f"run {', '.join(run_dirs)}")
+    return Progress(cfgs, run_dirs, metrics, start, stop_after_grok)
+
+
+class MiniBatches:
+    """Each run's own seeded order of mini-batches (data.Batches), and `indices` (R, B), the
+    tensor that holds the current step's: a recorded CUDA graph reads that tensor, so each
+    step's batch is copied into it, not made anew."""
+
+    def __init__(self, cfgs, x_train):
+        self.orders = [Batches(cfg, x) for cfg, x in zip(cfgs, x_train)]
+        self.indices = torch.zeros(len(cfgs), cfgs[0].batch_size, dtype=torch.long,
+                                   device=x_train.device)
+
+    def load(self, step):
+        """Step `step`'s batches into `indices`; to a GPU from pinned memory, so the copy does
+        not wait for the GPU."""
+        indices = torch.from_numpy(np.stack([b(step) for b in self.orders]))
+        self.indices.copy_(indices.pin_memory() if self.indices.is_cuda else indices,
+                           non_blocking=True)
+
+
+def ratios_at_start(cfgs, metrics, roles, names, params, token_freqs):
+    """Each run's embedding lr ratio at its last evaluation, as uninterrupted: the one
+    metrics recorded where a run resumes between evaluations, else at its weights now."""
+    ratios = []
+    for r, m in enumerate(metrics):
+        if m["step"] and np.isfinite(m["emb_lr_ratio"][-1]):  # resumed between evaluations
+            ratios.append(m["emb_lr_ratio"][-1])
+        else:
+            ratios.append(run_ratio(cfgs, r, roles, names, params, token_freqs))
+    return ratios
+
+
+def run_ratio(cfgs, r, roles, names, params, token_freqs):
+    """Run r's embedding lr ratio at its weights now (optim.emb_lr_ratio; roles: the model's
+    NAMES)."""
     if len(cfgs) == 1:
         run_params = dict(zip(names, params))
     else:
         run_params = {n: p[r] for n, p in zip(names, params)}
-    return emb_lr_ratio(run_params, cfgs[r], token_freqs[r])
+    return emb_lr_ratio(run_params, cfgs[r], token_freqs[r], roles)
 
 
-def step_loss(forward, x_train, y_train, batch, cfg):
+def step_between_evaluations(forward, data, batch, opt, params, cfg, graphed):
+    """The step between evaluations as a call of no arguments: the step's loss, descended.
+    graphed (a GPU): recorded once as a CUDA graph and replayed (fast.GraphedStep), as a small
+    model's eager step is bound by launching its many small kernels; it keeps the .grad
+    tensors the graph reads."""
+    step = functools.partial(train_step, forward, data, batch, opt, params, cfg,
+                             keep_grads=graphed)
+    if graphed:
+        return GraphedStep(step, params, opt)
+    return step
+
+
+def step_at_evaluation(forward, data, batch, opt, params, cfg, keep_grads, losses=None):
+    """The step after an evaluation, eager. It descends the evaluation's training losses
+    (with their autograd graph) when given, instead of a second forward of the same function
+    (full batch, no dropout); else the step's own loss. Returns each run's step length."""
+    before = [p.detach().clone() for p in params]  # for the step's length
+    if losses is None:
+        losses = step_loss(forward, data, batch, cfg)
+    update(opt, params, losses, cfg, keep_grads)
+    return distances(params, before, len(losses))
+
+
+def step_loss(forward, data, batch, cfg):
     """What a step descends, per run: the loss on the training set or, with mini-batches, on
     the examples that batch (R, B) indexes."""
+    x_train, y_train = data.x_train, data.y_train
     if batch is None:
         return loss_fn(forward(x_train), y_train, cfg.loss_dtype, cfg.loss)
     x = x_train.gather(1, batch[..., None].expand(-1, -1, x_train.shape[-1]))
@@ -693,25 +795,25 @@ def update(opt, params, losses, cfg, keep_grads):
     adamw_step(opt, keep_denormals=cfg.eps == 0)
 
 
-def train_step(forward, x_train, y_train, batch, opt, params, cfg, keep_grads):
+def train_step(forward, data, batch, opt, params, cfg, keep_grads):
     """A step between evaluations: the step's loss, descended."""
-    update(opt, params, step_loss(forward, x_train, y_train, batch, cfg), cfg, keep_grads)
+    update(opt, params, step_loss(forward, data, batch, cfg), cfg, keep_grads)
 
 
-def evaluate(forward, x_train, y_train, x_test, y_test, params, cfg, grad):
+def evaluate(forward, data, params, cfg, grad):
     """The runs' training losses (R,), with their autograd graph when grad (the step then
     descends them), and this evaluation's metrics columns, each a list of R values. A stack's
     forward and losses always have the run axis, a lone run's too (R 1)."""
     with torch.set_grad_enabled(grad):
-        logits = forward(x_train, train=False)
-        losses = loss_fn(logits, y_train, cfg.loss_dtype, cfg.loss)
+        logits = forward(data.x_train, train=False)
+        losses = loss_fn(logits, data.y_train, cfg.loss_dtype, cfg.loss)
     with torch.no_grad():
-        test_logits = forward(x_test, train=False)
-        ones, zero = collapse(logits, y_train, cfg.loss_dtype)
-        columns = dict(train_loss=losses, train_acc=accuracy(logits, y_train),
-                       test_loss=loss_fn(test_logits, y_test, cfg.loss_dtype, cfg.loss),
-                       test_acc=accuracy(test_logits, y_test), collapse=ones, zero_loss=zero,
-                       weight_norm=squared_norms(params, len(losses)))
+        test_logits = forward(data.x_test, train=False)
+        ones, zero = collapse(logits, data.y_train, cfg.loss_dtype)
+        columns = dict(train_loss=losses, train_acc=accuracy(logits, data.y_train),
+                       test_loss=loss_fn(test_logits, data.y_test, cfg.loss_dtype, cfg.loss),
+                       test_acc=accuracy(test_logits, data.y_test), collapse=ones,
+                       zero_loss=zero, weight_norm=squared_norms(params, len(losses)))
     return losses, {k: v.tolist() for k, v in columns.items()}
 
 

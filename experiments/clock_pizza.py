@@ -64,6 +64,7 @@ class ZhongModel(torch.nn.Module):
               "blocks.0.mlp.W_in": (512, 128), "blocks.0.mlp.b_in": (512,),
               "blocks.0.mlp.W_out": (128, 512), "blocks.0.mlp.b_out": (128,),
               "unembed.W_U": (128, MODEL_A_P)}
+    NAMES = dict(embed="embed.W_E")  # as model.py's models: embedding_gradients hooks its module
 
     def __init__(self, w):
         super().__init__()

@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from analyze import run_config  # noqa: E402
 from data import make_data, token_shares  # noqa: E402
 from measures import hessian_top  # noqa: E402
-from model import build_model  # noqa: E402
+from model import build_model, param_name  # noqa: E402
 from runfiles import (Stop, first_below, load_checkpoint, load_metrics,  # noqa: E402
                       save_atomic)
 from summary import first_at_or_above  # noqa: E402
@@ -41,7 +41,8 @@ def top_eigenvalues(run, cfg, x, y, step=2000):
     model = build_model(cfg).double()
     model.load_state_dict(load_checkpoint(path)["model"])
     torch.manual_seed(0)
-    blocks = ["embed.weight", "fc1.weight"] if cfg.embed == "learned" else ["fc1.weight"]
+    roles = ["embed", "first"] if cfg.embed == "learned" else ["first"]
+    blocks = [param_name(model, role) for role in roles]
     top = [hessian_top(model, x, y, model.get_parameter(b), iters=20)[0] for b in blocks]
     save_atomic(dict(step=step, blocks=blocks, top=top), cache)
     return top
