@@ -202,7 +202,7 @@ def tuned_claims():
             f"ln {ln}, lr {lr:g}, wd {wd:g}, seeds but {TUNING_SEED}",
             lambda c, pick=field(ln=ln, lr=lr, wd=wd): pick(c) and c.seed != TUNING_SEED))
         for name, keep in (("Grokfast EMA", field(grokfast="ema", lr=0.001)),
-                           ("⊥AdamW", field(orthograd=True, wd=1.0)),
+                           ("⊥AdamW at its paper's wd 0", field(orthograd=True, wd=0.0)),
                            ("Muon", field(optimizer="muon"))):
             rows.append(Claim(
                 paper=CRITICS, claim=f"{name} groks before AdamW with its lr and wd tuned "

@@ -114,7 +114,8 @@ def at_a_glance(done, headlines):
     open_rows = [why for _, _, v, why in done if v == "inconclusive"]
     kinds = {"seeds would decide": "would decide", "one run against one": "one run against one",
              "fewer seeds than any measured coverage": "no coverage measured",
-             "no effect the claimed way in these seeds": "no effect"}
+             "no effect the claimed way in these seeds": "no effect",
+             "a question of our own with no difference at p < 0.05": "neither way"}
     found = ", ".join(f"{sum(key in why for why in open_rows)} {name}"
                       for name, key in kinds.items())
     return "\n".join([

@@ -280,8 +280,8 @@ def verdict(res):
         note = f"; seeds {held} left out: stopped above {GROK} short of the budget" if held else ""
         if cov is None:
             n = min(res["seeds"])
-            return "inconclusive", (f"no coverage measured for {n} seed{'s' * (n > 1)}; "
-                                    f"{CALIBRATION_SEEDS[0]} would decide{note}")
+            return "inconclusive", (f"no coverage measured for {n} seed{'s' * (n > 1)} "
+                                    f"(--calibrate measures {CALIBRATION_SEEDS[0]} and more){note}")
         if inside:
             return "reproduced", f"the paper's number in our interval{note}"
         return "not reproduced", f"the paper's number outside our interval{note}"

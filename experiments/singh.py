@@ -460,7 +460,9 @@ def measure_claims():
         paper=SINGH_PAPER,
         claim="Fourier features (C_Fourier) emerge sooner in placements that generalize sooner "
               "(Fig. 2b)",
-        value="M > M+A* > A* > No LN at step 1000", source="Fig. 2b",
+        value="M > M+A* > A* > No LN at step 1000", source="Fig. 2b; their released curves "
+        "show No LN above M+A* and A* at step 1000 (check_data, 7ea0e10), as ours: the text and "
+        "its data disagree",
         statistic="per-seed C_Fourier at step 1000, each placement above the next later one",
         like=True, differs="like for like: their split and C_Fourier; the paper names no step "
         "(1000: every placement before its generalization)", section="c_fourier",

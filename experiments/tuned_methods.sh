@@ -1,0 +1,25 @@
+# Every accelerator tuned as AdamW was (tuned_adamw.sh), so that the comparison gives each arm
+# the same budget: the same lr x wd grid, plus the method's paper's own setting, on the tuning
+# seed 5 (not among the compared seeds 0-4), on M+A* and No LN.
+#   1. tuning, seed 5: Grokfast EMA, ⊥AdamW and Muon at lr {1e-3, 3e-3, 6e-3} x wd {1, 3}, and
+#      ⊥AdamW at its paper's wd 0 (the other two papers' settings are in the grid: lr 1e-3, wd 1),
+#      each to test loss 0.01 + 1000 steps. Stopping rule, stated before the runs: a cell that has
+#      not reached test loss 0.01 by step 10000 is hopeless (AdamW's own cells: every one that
+#      generalized did by 4530).
+#   2. each method's cell that reaches test loss 0.01 first on seed 5 (a tie: the smaller lr, then
+#      wd), on seeds 0-4, as tuned_adamw.sh's stage 2.
+# Not yet run: stage 1 is 38 runs, about 6-12 CPU-hours on one thread of a 2-vCPU CPU.
+source "$(dirname "$0")/jobs.sh"
+OUT=runs/tuned_methods
+METHODS=("--grokfast ema --gf-alpha 0.98 --gf-lamb 2" "--orthograd" "--optimizer muon")
+R="--seed 5 --stop-after-grok 1000 --out $OUT"
+jobs() {
+  for ln in pre off; do for method in "${METHODS[@]}"; do
+    for lr in 0.001 0.003 0.006; do for wd in 1 3; do
+      echo "python train.py --ln $ln $method --lr $lr --wd $wd $R"
+    done; done
+  done
+  echo "python train.py --ln $ln --orthograd --wd 0 $R"
+  done
+}
+run_jobs "$@"
