@@ -132,37 +132,54 @@ def prieto_claims():
     return [
         Claim(paper=PRIETO, claim="⊥AdamW at lr 0.01, wd 0 reaches 95% test accuracy within 300 "
                                  "epochs (Fig. 1a)",
-             value="<= 300", source="Fig. 1a", statistic="per seed: test accuracy 0.95 by step 300", like=True,
+             value="<= 300",
+             source="Fig. 1a",
+             statistic="per seed: test accuracy 0.95 by step 300",
+             like=True,
              differs="like for like: their Fig. 1 setting", section="prieto",
              test=signs(fig1(orthograd=True), lambda m, r: (acc_step(m) or np.inf) <= 300)),
         Claim(paper=PRIETO, claim="with a float32 softmax the model does not generalize (Fig. 1c)",
-             value="no", source="Sec. 3, Fig. 1c", statistic="per seed: best test accuracy below 0.1", like=True,
+             value="no",
+             source="Sec. 3, Fig. 1c",
+             statistic="per seed: best test accuracy below 0.1",
+             like=True,
              differs="like for like: their Fig. 1 setting, 4000 steps", section="prieto",
              test=signs(fig1(orthograd=False, loss_dtype="float32"),
                         lambda m, r: float(np.max(m["test_acc"])) < 0.1)),
         Claim(paper=PRIETO, claim="in float64 the softmax still does not grok within their budget "
                                  "(Fig. 1c)",
-             value="no", source="Fig. 1c", statistic="per seed: best test accuracy below 0.1", like=True,
+             value="no",
+             source="Fig. 1c",
+             statistic="per seed: best test accuracy below 0.1",
+             like=True,
              differs="like for like: their Fig. 1 setting and 80k", section="prieto",
              test=signs(fig1(loss="ce", loss_dtype="float64"),
                         lambda m, r: float(np.max(m["test_acc"])) < 0.1)),
         Claim(paper=PRIETO, claim="at frac 0.7 a float32 softmax ends below float64 in test "
                                  "accuracy (Fig. 2)",
-             value="float32 below", source="Fig. 2", statistic="per-seed best test accuracy, float32 below float64", like=True,
+             value="float32 below",
+             source="Fig. 2",
+             statistic="per-seed best test accuracy, float32 below float64",
+             like=True,
              differs="like for like: their Fig. 2 setting (lr 5e-4, 20k)", section="collapse",
              test=order([Runs("prieto_fig2", field(frac=0.7, loss_dtype=d)) for d in
                          ("float32", "float64")], lambda m, r: float(np.max(m["test_acc"])),
                         never=False)),
         Claim(paper=PRIETO, claim="⊥AdamW groks without weight decay where AdamW does not "
                                  "(on M+A*, the fair comparison)",
-             value="⊥AdamW first", source="Sec. 4", statistic="per-seed step to test accuracy 0.95, ⊥AdamW at wd 0 against AdamW at "
+             value="⊥AdamW first",
+             source="Sec. 4",
+             statistic="per-seed step to test accuracy 0.95, ⊥AdamW at wd 0 against AdamW at "
                        "wd 0", like=False, differs="this project's model (M+A*), not theirs",
              section="interventions",
              test=order([Runs("interventions_pre", field(wd=0.0, orthograd=True)),
                          Runs("interventions_pre", field(wd=0.0, orthograd=False))],
                         lambda m, r: acc_step(m))),
         Claim(paper=PRIETO, claim="StableMax groks without weight decay by ~80k epochs (Fig. 1b)",
-             value="yes", source="Fig. 1b", statistic="per seed: test accuracy 0.95 reached within 80k", like=True,
+             value="yes",
+             source="Fig. 1b",
+             statistic="per seed: test accuracy 0.95 reached within 80k",
+             like=True,
              differs="like for like: their Fig. 1 setting and 80k", section="prieto_seeds",
              test=signs(fig1(loss="stablemax"), lambda m, r: acc_step(m) is not None))]
 
@@ -174,7 +191,10 @@ def grokfast_claims():
     like = "their x*y mod 97 headline setting as near as this model gets; 5 seeds, theirs one run"
     rows = [Claim(paper=GROKFAST, claim=f"Grokfast {name} reaches 95% validation accuracy at "
                                        f"{v} iterations",
-                 value=v, source="their README", statistic="per seed: first step with test accuracy >= 0.95", like=False,
+                 value=v,
+                 source="their README",
+                 statistic="per seed: first step with test accuracy >= 0.95",
+                 like=False,
                  differs=like, section=section(wd), label=name,
                  test=value(gf(wd, filt), lambda m, r: acc_step(m), v))
             for name, wd, filt, v in (("EMA", 0.005, "ema", 910), ("MA", 0.01, "ma", 790),

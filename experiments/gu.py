@@ -32,8 +32,8 @@ EARLIER = {"restricted loss": ("restricted_loss",), "excluded loss": ("excluded_
            "Gini": ("gini_embed", "gini_logit"), "weight norm": ("weight_norm",),
            "C_Fourier": ("c_fourier",)}
 # Gu et al.'s setting, every run that reached their 30k epochs (p 97, one or two layers, the DNN)
-GU_FULL = Runs("gu_setting", where("p 97, fewer than 3 layers", lambda c: c.p == 97 and c.n_layers < 3),
-               analysed=True)
+GU_FULL = Runs("gu_setting", where("p 97, fewer than 3 layers",
+                                   lambda c: c.p == 97 and c.n_layers < 3), analysed=True)
 
 
 # ---------------------------------------------------------------- the tables
@@ -123,14 +123,17 @@ def gu_claims():
              True)):
         rows.append(Claim(
             paper=GU, claim=f"MED tracks test loss over training: {label}",
-            value="positive", source="abstract; Fig. 5", statistic="per run: the rank correlation of MED and test loss over the checkpoints "
+            value="positive",
+            source="abstract; Fig. 5",
+            statistic="per run: the rank correlation of MED and test loss over the checkpoints "
                       "is positive",
             like=like, differs=("like for like: " if like else "") + GU_SET, section="gu_setting",
             test=signs(gu(keep, partial=not like), med_tracks)))
     spread = lambda m, r: float(r["norm_spread"][-1])
     rows.append(Claim(
         paper=GU, claim="weight decay drives the tokens to uniformity", value="wd 1 more uniform",
-        source="abstract, insight (i)", statistic="per-seed spread (std / mean) of the embedding norms at the end, wd 1 below "
+        source="abstract, insight (i)",
+        statistic="per-seed spread (std / mean) of the embedding norms at the end, wd 1 below "
                   "wd 0",
         like=False, differs=GU_SET + "; the spread is our reading (their code has no measure)",
         section="gu_setting",
@@ -146,7 +149,10 @@ def gu_claims():
              field(model="mlp", split="strip"))):
         rows.append(Claim(
             paper=GU, claim=f"a dug-out region is not learned, capping test accuracy: {label}",
-            value="not learned", source="Fig. 3; insight (ii)", statistic="per run: accuracy in the region at the end below 0.5", like=True,
+            value="not learned",
+            source="Fig. 3; insight (ii)",
+            statistic="per run: accuracy in the region at the end below 0.5",
+            like=True,
             differs="like for like: " + GU_SET, section="gu_setting",
             test=signs(gu(keep), hole_kept)))
     share_below = lambda m, r: None if acc_step(m, 0.9) is None else float(
@@ -159,7 +165,9 @@ def gu_claims():
              one(n_layers=2, frac=0.5, p=97), one(n_layers=3, frac=0.5, p=97, seed=0))):
         rows.append(Claim(
             paper=GU, claim=f"test accuracy fluctuates more with depth{label} (Fig. 2)",
-            value=order_value, source="Fig. 2", statistic="per seed: share of evaluations after step 5000 below test accuracy 0.9",
+            value=order_value,
+            source="Fig. 2",
+            statistic="per seed: share of evaluations after step 5000 below test accuracy 0.9",
             like=True, differs="like for like: " + GU_SET, section="gu_setting",
             test=order([gu(shallow), gu(deep)], share_below, never=False)))
     quadratic = Runs("gu_quadratic", analysed=True)
@@ -175,7 +183,8 @@ def gu_claims():
         paper=GU, claim="a^2+ab+b^2: nothing is learned beyond the training set, the test pairs "
                         "answered being the swaps of trained ones (our reading of Fig. 4: they "
                         "'have not increased')", value="not learned beyond the training set",
-        source="Fig. 4 caption", statistic="per run: accuracy at the end below 0.05 on the test pairs whose swap (b, a) "
+        source="Fig. 4 caption",
+        statistic="per run: accuracy at the end below 0.05 on the test pairs whose swap (b, a) "
                   "is not a training pair (chance: 1/97)",
         like=False, differs=GU_QUAD + "; the statistic is our reading", section="gu_quadratic",
         test=signs(quadratic, lambda m, r: float(r["noswap_acc"]) < 0.05)))
@@ -188,7 +197,9 @@ def med_claims():
     for name, keys in EARLIER.items():
         rows.append(Claim(
             paper=GU, claim=f"MED traces test loss more accurately than {name}",
-            value="MED closer", source="abstract", statistic="per run: MED's rank correlation with test loss over the checkpoints "
+            value="MED closer",
+            source="abstract",
+            statistic="per run: MED's rank correlation with test loss over the checkpoints "
                       f"above {name}'s in either direction", like=False,
             differs="their code's setting (`--preset gu`) and 30k epochs, every run of p 97 "
                     "(one or two layers, the DNN); the statistic is ours: the paper names none "

@@ -20,7 +20,8 @@ from render import Section, per_seed, summary  # noqa: E402
 from rule import Claim, not_addressed, order, signs, trend, value  # noqa: E402
 from runfiles import first_below  # noqa: E402
 from runsets import Missing, Runs, field, load, where  # noqa: E402
-from seedstats import acc_step, grok_step, heads_fit, head_wave_fit, jumps, largest_rise  # noqa: E402
+from seedstats import (acc_step, grok_step, head_wave_fit, heads_fit, jumps,  # noqa: E402
+                       largest_rise)
 
 PAPERS = ("Nanda et al.",)
 NANDA = PAPERS[0]
@@ -178,8 +179,8 @@ def nanda_claims():
     main = Runs("nanda_cleanup", analysed=True)
     first = lambda key, thr: (lambda m, r: first_below(m["step"], m[key], thr))
     like = "like for like: their split (`--split-rng nanda`), their 40k; theirs one run"
-    rows = [Claim(paper=NANDA, claim=claim, value=v, source=NANDA_RUN, statistic=stat, like=True, differs=like, section="cleanup", label=label,
-                 test=value(main, f, v))
+    rows = [Claim(paper=NANDA, claim=claim, value=v, source=NANDA_RUN, statistic=stat, like=True,
+                  differs=like, section="cleanup", label=label, test=value(main, f, v))
             for claim, v, stat, f, label in (
                 ("train loss falls below 0.01 at epoch 274", 274, "per seed", first(
                     "train_loss", 0.01), "train fit"),
@@ -201,14 +202,18 @@ def nanda_claims():
         test=signs(main, lambda m, r: 3 <= len(r["keys"]) <= 5)))
     rows.append(Claim(
         paper=NANDA, claim="restricted loss falls before test loss does (Fig. 7)",
-        value="before", source="Sec. 5.2, Fig. 7", statistic="per seed: restricted loss <= 0.1 at a checkpoint before test loss <= 0.01",
+        value="before",
+        source="Sec. 5.2, Fig. 7",
+        statistic="per seed: restricted loss <= 0.1 at a checkpoint before test loss <= 0.01",
         like=True, differs=like, section="cleanup",
         test=signs(main, lambda m, r: (first_below(r["step"], r["restricted_loss"], 0.1)
                                        or np.inf) < (grok_step(m) or np.inf))))
     rows.append(Claim(
         paper=NANDA, claim="ablating the key frequencies destroys performance, ablating the rest "
                            "does not (Fig. 6)",
-        value="both", source="Sec. 4.4, Fig. 6", statistic="per seed at 40k: loss without the keys above chance (ln 113) and with only "
+        value="both",
+        source="Sec. 4.4, Fig. 6",
+        statistic="per seed at 40k: loss without the keys above chance (ln 113) and with only "
                   "the keys below 0.01", like=True, differs=like, section="cleanup",
         test=signs(main, lambda m, r: bool(r["ablate_keys"] > math.log(113)
                                            and r["ablate_all_but_keys"] < 0.01))))
@@ -216,12 +221,17 @@ def nanda_claims():
     nanda = lambda **kw: Runs("nanda", field(**kw))
     rows.append(Claim(
         paper=NANDA, claim="without weight decay it never groks (appendix D.1, Fig. 26)",
-        value="wd 1 before wd 0 (never)", source="appendix D.1", statistic="per-seed step to test loss 0.01, wd 1 against wd 0", like=False,
+        value="wd 1 before wd 0 (never)",
+        source="appendix D.1",
+        statistic="per-seed step to test loss 0.01, wd 1 against wd 0",
+        like=False,
         differs="this project's split; 40k steps", section="nanda",
         test=order([nanda(wd=1.0, frac=0.3), nanda(wd=0.0)], lambda m, r: grok_step(m))))
     rows.append(Claim(
         paper=NANDA, claim="more training data groks sooner (appendix D.1, Fig. 20)",
-        value="frac 0.7 < 0.5 < 0.3", source="appendix D.1", statistic="per-seed step to test loss 0.01, each fraction against the next smaller",
+        value="frac 0.7 < 0.5 < 0.3",
+        source="appendix D.1",
+        statistic="per-seed step to test loss 0.01, each fraction against the next smaller",
         like=False, differs="this project's split", section="nanda",
         test=order([nanda(frac=f, wd=1.0) for f in (0.7, 0.5, 0.3)],
                    lambda m, r: grok_step(m), names=["frac 0.7", "frac 0.5", "frac 0.3"])))
@@ -238,7 +248,9 @@ def nanda_claims():
                    lambda c: c.frac, lambda m, r: grok_step(m))))
     rows.append(Claim(
         paper=NANDA, claim="wd 0.1 groks at epoch 98730 (their released run)", value=98730,
-        source="saved_runs/wd_10-1_mod_addition_loss_curve.pth", statistic="first step with test loss <= 0.01", like=True,
+        source="saved_runs/wd_10-1_mod_addition_loss_curve.pth",
+        statistic="first step with test loss <= 0.01",
+        like=True,
         differs="like for like: their split of seed 1; one run against one",
         section="nanda_wd",
         label="wd 0.1", test=value(Runs("nanda_wd"), lambda m, r: grok_step(m), 98730)))
@@ -257,18 +269,27 @@ def regularizer_claims():
     return [Claim(
         paper=NANDA, claim="dropout on the MLP neurons instead of weight decay groks in every "
                            "seed (appendix D.1, Fig. 28)",
-        value="3 of 3 seeds", source="appendix D.1, Table 6", statistic="per run: test accuracy >= 0.95 within 40k steps", like=False,
+        value="3 of 3 seeds",
+        source="appendix D.1, Table 6",
+        statistic="per run: test accuracy >= 0.95 within 40k steps",
+        like=False,
         differs=differs, section="regularizers",
-        test=signs(Runs("nanda_regularizers", where("dropout > 0", lambda c: c.dropout > 0)), groks)), Claim(
+        test=signs(Runs("nanda_regularizers", where("dropout > 0", lambda c: c.dropout > 0)),
+                   groks)), Claim(
         paper=NANDA, claim="an L1 penalty instead of weight decay does not grok (appendix D.1, "
                            "Fig. 28)",
-        value="0 of 3 seeds", source="appendix D.1", statistic="per run: test accuracy never >= 0.95 within 40k steps", like=False,
+        value="0 of 3 seeds",
+        source="appendix D.1",
+        statistic="per run: test accuracy never >= 0.95 within 40k steps",
+        like=False,
         differs=differs, section="regularizers",
         test=signs(Runs("nanda_regularizers", where("l1 > 0", lambda c: c.l1 > 0)),
                    lambda m, r: not groks(m, r))), Claim(
         paper=NANDA, claim="a float32 loss makes slingshots in the one-layer model (appendix "
                            "D.2)",
-        value="float32 jumps, float64 not", source="appendix D.2", statistic="per run: evaluations whose train "
+        value="float32 jumps, float64 not",
+        source="appendix D.2",
+        statistic="per run: evaluations whose train "
         "loss is > 10x the one before and > 1e-3; float64 fewer than float32", like=False,
         differs="their split, 40k steps; on a CPU (theirs a GPU)", section="regularizers",
         test=order([Runs("nanda_cleanup", field(loss_dtype="float64")),
@@ -283,7 +304,8 @@ def released_claims():
         paper=NANDA, claim="each attention head is a wave of one key frequency: the fit explains "
                            "their share of variance (appendix C.1.3)",
         value=float(np.mean(NANDA_HEAD_FVE)), source="appendix C.1.3: 99.02 / 95.21 / 99.10 / "
-        "92.42% (heads 0-3), their mean", statistic="per seed at 40k: the share of variance of each head's score difference (the "
+        "92.42% (heads 0-3), their mean",
+        statistic="per seed at 40k: the share of variance of each head's score difference (the "
                   "logit of its attention weight to a) that the best one-frequency wave explains, "
                   "mean over the 4 heads", like=False,
         differs="their split and 40k, their fit; the score read from the stored attention weight "

@@ -305,7 +305,10 @@ def placement_claims():
         paper = SINGH_LN[ln][1][0] or None
         rows.append(Claim(
             paper=SINGH_PAPER, claim=f"{LN_NAME[ln]} groks at the paper's step (Fig. 2a, 3b)",
-            value=paper or "never in 10k", source=RELEASED, statistic="seed-mean test-loss curve first <= 0.01", like=True,
+            value=paper or "never in 10k",
+            source=RELEASED,
+            statistic="seed-mean test-loss curve first <= 0.01",
+            like=True,
             differs="like for like: " + SPLIT, section="placements", label=f"step {LN_NAME[ln]}",
             test=crossing(placement(ln), paper)))
     # their scripts more_depth.sh and rmsnorm.sh rerun the four placements with 3 layers of width
@@ -325,7 +328,8 @@ def placement_claims():
             paper=SINGH_PAPER, claim=f"with {what} the placements keep the order M < M+A* < A* "
                                      "< No LN (appendix)",
             value="Fig. 2a's order", source=f"scripts/{script} (7ea0e10); the appendix's "
-                                            "figures are not in our copy of the text", statistic="per-seed first step with test loss <= 0.01, each placement against the "
+                                            "figures are not in our copy of the text",
+            statistic="per-seed first step with test loss <= 0.01, each placement against the "
                       "next", like=True, differs="like for like: " + SPLIT, section="grids",
             test=order(groups, lambda m, r: grok_step(m), names=["M", "M+A*", "A*", "No LN"])))
     return rows
@@ -339,7 +343,8 @@ def grid(label, keep, paper, claim, section="grids", copy="singh_grids", like=Tr
                 label=label)
 
 
-def optimization_claims():
+def lr_wd_claims():
+    """Fig. 4: the learning rate with lr x wd fixed, the weight decay with lr fixed."""
     paper = SINGH[1e-8, "singh"]
     lrs = ((1e-3, 1), (3e-3, 1 / 3), (5e-3, 0.2), (1e-2, 0.1))
     rows = [grid(f"lr {lr:g}", singh_model(lr=lr, wd=wd), paper[lr, wd, 1][0] or None,
@@ -367,17 +372,37 @@ def optimization_claims():
         test=order([Runs("singh_grids", singh_model(wd=wd)) for wd in wds],
                    lambda m, r: grok_step(m), paper_larger=True,
                    names=[f"wd {wd:g}" for wd in wds])))
+    rows.append(Claim(
+        paper=SINGH_PAPER, claim="a higher lr with lr x wd fixed keeps a larger update norm "
+                                 "(Fig. 4b)",
+        value="8.1e-3 / 1.1e-2 / 1.5e-2 / 1.7e-2", source="data/lr_update_norm.csv, median "
+        "over steps 3000-3999 (7ea0e10)",
+        statistic="per-seed median update norm over steps 3000-3999, each lr below the next "
+                  "higher", like=True, differs="like for like: " + SPLIT + "; runs stop 1000 "
+        "steps after they generalize, so a window may be part-filled", section="grids",
+        test=order([Runs("singh_grids", singh_model(lr=lr, wd=wd)) for lr, wd in lrs],
+                   median_update_norm(3000, 4000), names=[f"lr {lr:g}" for lr, _ in lrs],
+                   never=False)))
+    return rows
+
+
+def alpha_claims():
+    """Fig. 5: the readout scale alpha, with lr / alpha^2 and with lr fixed."""
+    paper = SINGH[1e-8, "singh"]
+    rows = []
     for a in (0.5, 0.75, 1.25, 1.5):
         lr = 1e-3 / a ** 2
         rows.append(grid(f"alpha {a:g}, lr / alpha^2", singh_model(lr=lr, alpha=a),
                          paper[lr, 1, a][0] or None,
                          f"alpha {a:g} with lr / alpha^2 groks at the paper's step (Fig. 5a)"))
     for a in (0.5, 0.75, 1.25, 1.5):
-        rows.append(grid(f"alpha {a:g}, lr fixed", singh_model(alpha=a), paper[1e-3, 1, a][0] or None,
+        rows.append(grid(f"alpha {a:g}, lr fixed", singh_model(alpha=a),
+                         paper[1e-3, 1, a][0] or None,
                          f"alpha {a:g} with lr fixed groks at the paper's step (Fig. 5c)",
                          differs="like for like: " + SPLIT + "; their own eps 0 curves give "
                          f"{SINGH[0.0, 'kaiming'][1e-3, 1, a][0]} (row below)"))
-    lazy = lambda alphas: [Runs("singh_grids", singh_model(lr=1e-3 / a ** 2, alpha=a)) for a in alphas]
+    lazy = lambda alphas: [Runs("singh_grids", singh_model(lr=1e-3 / a ** 2, alpha=a))
+                           for a in alphas]
     # alpha 1.5 is left out: in theirs it never reaches 0.01, as 1.25, so the two do not order
     alphas = (0.5, 0.75, 1.0, 1.25)
     rows.append(Claim(
@@ -412,24 +437,21 @@ def optimization_claims():
                         for a in alphas], lambda m, r: grok_step(m), paper_larger=True,
                        names=[f"alpha {a:g}" for a in alphas])))
     rows.append(Claim(
-        paper=SINGH_PAPER, claim="a higher lr with lr x wd fixed keeps a larger update norm "
-                                 "(Fig. 4b)",
-        value="8.1e-3 / 1.1e-2 / 1.5e-2 / 1.7e-2", source="data/lr_update_norm.csv, median "
-        "over steps 3000-3999 (7ea0e10)", statistic="per-seed median update norm over steps 3000-3999, each lr below the next "
-                  "higher", like=True, differs="like for like: " + SPLIT + "; runs stop 1000 "
-        "steps after they generalize, so a window may be part-filled", section="grids",
-        test=order([Runs("singh_grids", singh_model(lr=lr, wd=wd)) for lr, wd in lrs],
-                   median_update_norm(3000, 4000), names=[f"lr {lr:g}" for lr, _ in lrs],
-                   never=False)))
-    rows.append(Claim(
         paper=SINGH_PAPER, claim="with lr / alpha^2 a smaller alpha keeps a larger update norm "
                                  "(Fig. 5b)",
         value="6.5e-2 / 2.6e-2 / 2.2e-2", source="data/lazy_update_norm.csv, median over "
-        "steps 1000-1999 (7ea0e10)", statistic="per-seed median update norm over steps 1000-1999, alpha 0.5 above 0.75 "
+        "steps 1000-1999 (7ea0e10)",
+        statistic="per-seed median update norm over steps 1000-1999, alpha 0.5 above 0.75 "
                   "above 1", like=True, differs="like for like: " + SPLIT, section="grids",
         test=order(lazy((0.5, 0.75, 1.0)), median_update_norm(1000, 2000),
                    paper_larger=True, names=["alpha 0.5", "alpha 0.75", "alpha 1"],
                    never=False)))
+    return rows
+
+
+def eps0_claims():
+    """The appendix's AdamW eps 0 with Kaiming init."""
+    rows = []
     eps0 = SINGH[0.0, "kaiming"]  # lazy.sh's loop (b): every alpha, lr fixed and lr / alpha^2
     for a, lr in [(a, 1e-3) for a in (0.5, 0.75, 1.0, 1.25, 1.5)] + [
             (a, 1e-3 / a ** 2) for a in (0.5, 0.75, 1.25, 1.5)]:
@@ -441,6 +463,10 @@ def optimization_claims():
                          "step of their released eps 0 curves (appendix)",
                          differs="like for like: " + SPLIT + ", their eps 0 and Kaiming init"))
     return rows
+
+
+def optimization_claims():
+    return lr_wd_claims() + alpha_claims() + eps0_claims()
 
 
 def measure_claims():
@@ -476,19 +502,24 @@ def measure_claims():
                   "against the six other placements pooled", like=True,
         differs="like for like: their split and definition", section="early",
         test=order([meas("attn-pre-qk"), Runs(PLACE, where(
-                       "every ln but attn-pre-qk", lambda c: c.ln != "attn-pre-qk"), analysed=True)],
+                       "every ln but attn-pre-qk", lambda c: c.ln != "attn-pre-qk"),
+                       analysed=True)],
                    lambda m, r: S.at(r, "attn_entropy", 1000), never=False)))
     rows.append(Claim(
         paper=SINGH_PAPER, claim="A^qk's attention entropy at step 1000 is the paper's (Fig. 3c)",
         value=SINGH_CURVES["attn_entropy", "attn-pre-qk"][0],
-        source="check_data/attn_ln_analysis.csv (7ea0e10)", statistic="5-seed mean attention entropy at step 1000", like=True,
+        source="check_data/attn_ln_analysis.csv (7ea0e10)",
+        statistic="5-seed mean attention entropy at step 1000",
+        like=True,
         differs="like for like: their split and definition", section="early",
         label="attention entropy A^qk",
         test=value(meas("attn-pre-qk"), lambda m, r: S.at(r, "attn_entropy", 1000),
                    SINGH_CURVES["attn_entropy", "attn-pre-qk"][0], 5)))
     rows.append(Claim(
         paper=SINGH_PAPER, claim="No LN's SR-train falls as it groks (Fig. 3a)",
-        value="falls in every seed", source="Fig. 3a", statistic="per seed: SR-train 1000 steps after test loss 0.01 below its maximum before",
+        value="falls in every seed",
+        source="Fig. 3a",
+        statistic="per seed: SR-train 1000 steps after test loss 0.01 below its maximum before",
         like=True, differs="like for like: their split and definition (every LN removed)",
         section="placement_measures", test=signs(meas("off"), falls_when_groks)))
     for ln in ("mlp-pre", "pre", "attn-pre", "off"):
@@ -527,7 +558,10 @@ def train_fit_claims():
     paper = {"mlp-pre": 231, "pre": 214, "attn-pre": 148, "off": 317}  # conventions.md
     return [Claim(
         paper=SINGH_PAPER, claim=f"{LN_NAME[ln]} fits train (loss <= 0.01) at the paper's step",
-        value=v, source="their released train-loss curves (conventions.md)", statistic="seed-mean train-loss curve first <= 0.01", like=True,
+        value=v,
+        source="their released train-loss curves (conventions.md)",
+        statistic="seed-mean train-loss curve first <= 0.01",
+        like=True,
         differs="like for like: " + SPLIT, section="placements", label=f"train fit {LN_NAME[ln]}",
         test=crossing(Runs(PLACE, field(ln=ln)), v, key="train_loss")) for ln, v in paper.items()]
 
