@@ -405,9 +405,9 @@ def main(argv=None):
     ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("root", metavar="RUNS_DIR_OR_RUN", help="a run folder, or a folder of runs")
     ap.add_argument("--no-llc", dest="llc", action="store_false",
-                    help="skip the local learning coefficient (llc, llc_chains: NaN), most of "
-                    f"the time: ~40-75 s at each of up to {LLC_POINTS} + 1 checkpoints a run on "
-                    "a CPU")
+                    help="skip the local learning coefficient (llc, llc_chains: NaN) at the "
+                    f"up to {LLC_POINTS} + 1 checkpoints a run that take it: SGLD chains, about "
+                    "half of a run's analysis on a CPU")
     args = ap.parse_args(argv)
     root = args.root
     if not os.path.isdir(root):

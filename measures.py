@@ -36,18 +36,23 @@ N_NTK = 256       # fixed train pairs for the NTK; None: all, Singh et al.'s K (
 N_ATTN = 1024     # fixed pairs for attention entropy (full forward over all positions)
 N_NEURONS = 4     # MLP neurons drawn as (a, b) heatmaps
 N_GRAD_SYM = 100  # fixed (a, b, c) triples for gradient symmetricity (Zhong et al.'s notebook: 100)
-# The local learning coefficient (sgld_llc): SGLD around the checkpoint on the full training set,
-# n beta = n / log n (devinterp's default), in float32 (llc_problem). Calibrated on the default
-# run (--ln pre --seed 0; python experiments/llc_calibration.py RUN --step S): n beta is 464, and
-# with the weights of a grokked LN model at rms ~0.01 (embeddings, W_O), a chain wandering more
-# than ~1e-3 per weight leaves the basin for chance-level loss, so gamma pins it there (the
-# stationary spread 1 / sqrt(gamma)); at gamma 1e5 or below the grokked checkpoints' chains
-# diverged. At step 2500 (test loss 0.008) the estimate moves < 1% from 25 to 200 draws, twice
-# epsilon gives 7% more, four times diverges (loss 15). Relaxation takes ~2 / (eps gamma) = 40
-# steps. One SGLD step ~0.25 s there (2 loaded vCPUs): 300 steps, ~75 s, a measured checkpoint.
-LLC_POINTS = 10   # checkpoints a run takes the LLC at, evenly over its budget (llc_every): a
-# checkpoint costs ~40-75 s of CPU (2-vCPU AMD EPYC), so a fixed count, not a fixed period, keeps
-# a 40k-step run's analysis as cheap as a 10k-step one's
+# The local learning coefficient (sgld_llc): SGLD around the checkpoint on the training set,
+# n beta = n / log n over its n pairs (Lau et al.; devinterp's default_nbeta is batch / log batch),
+# mini-batches of LLC_BATCH drawn afresh each step, in float32 (llc_problem); every LLC checkpoint's
+# chains run as one stacked model (run_llc). Calibrated on the default run (--ln pre --seed 0;
+# python experiments/llc_calibration.py RUN --step S ...): n beta is 464, and with the weights of a
+# grokked LN model at rms ~0.01 (embeddings, W_O), a chain wandering more than ~1e-3 per weight
+# leaves the basin for chance-level loss, so gamma pins it there (the stationary spread
+# 1 / sqrt(gamma)); at gamma 1e5 or below the grokked checkpoints' chains diverged. Relaxation
+# takes ~2 / (eps gamma) = 40 steps. What these settings measure: a direction of the loss with
+# curvature h moves the estimate by ~(1/2) n beta h / (n beta h + gamma), so the estimate counts
+# the directions stiffer than gamma / n beta ~ 2000; a memorising checkpoint (train loss ~1e-4,
+# a flat cross-entropy) has almost none, and reads ~0.07 (BENCHMARKS.md, "The LLC").
+# Mini-batch against full batch, step 2500 of that run (grokked): 12.72 against 12.95; step 1000
+# (memorising): 0.07 both; devinterp 1.3.2's own SGLD (experiments/llc_devinterp.py): 13.15 and
+# 0.078. One SGLD step of one chain: ~5x less than full batch.
+LLC_POINTS = 10   # checkpoints a run takes the LLC at, evenly over its budget (llc_every): a fixed
+# count, not a fixed period, keeps a 40k-step run's analysis as cheap as a 10k-step one's
 LLC_CHAINS = 2    # independent chains, chain i seeded i
 LLC_BURNIN = 50   # steps of each chain before its draws
 LLC_DRAWS = 100   # losses drawn per chain, one per step
