@@ -28,37 +28,46 @@ import torch
 
 from config import Config
 from measures import (FINAL, LLC_POINTS, MEASURES, llc_every, load_checkpoint_into,
-                      load_weights, run_context)
+                      load_weights, run_context, run_llc)
 from model import build_model
 from runfiles import (GROK, KEYS, ArgumentParser, Stop, checkpoint_paths, first_below,
                       load_checkpoint, load_metrics, load_npz, message, printable, save_atomic)
 from summary import grok_steps, group_runs, write_summary
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+CHECKPOINT_S = 0.5  # the measures of a checkpoint without the LLC, s (a guess for the
+# progress line until they are timed: 0.4 s on a 2-vCPU Xeon, BENCHMARKS.md)
 
 
 # ---------------------------------------------------------------- one run
 
 def measure(cfg, cks, llc=True, progress=None):
     """Every measure at every checkpoint, then FINAL at the last: analysis.npz's dict; llc
-    False: the local learning coefficient's columns NaN (measures.llc_chains). progress(done,
-    seconds so far, seconds left) after each checkpoint."""
+    False: the local learning coefficient's columns NaN (measures.llc_chains). First the SGLD
+    chains of every checkpoint that takes the LLC, all as one stacked model (measures.run_llc),
+    then the checkpoints one by one. progress(what, seconds so far, seconds left) after each
+    SGLD step and each checkpoint."""
     model = build_model(cfg)
     c = run_context(cfg, model, cks[-1], llc=llc)
     rows = {k: [] for k in MEASURES}
-    # a checkpoint with the LLC takes ~20x one without: time left from each kind's mean
-    with_llc = [llc and ck["step"] % llc_every(cfg) == 0 for ck in cks]
-    took = {True: [], False: []}
     began = time.time()
+    at = [ck for ck in cks if ck["step"] % llc_every(cfg) == 0] if llc else []
+    if at:
+        def sgld(t, steps):  # the checkpoints after it guessed at CHECKPOINT_S each
+            took = time.time() - began
+            progress(f"LLC at {len(at)} checkpoints, SGLD step {t}/{steps}", took,
+                     took / t * (steps - t) + CHECKPOINT_S * len(cks))
+        chains, _ = run_llc(c, [ck["model"] for ck in at], sgld if progress else None)
+        c.memo["llc"] = {ck["step"]: v for ck, v in zip(at, chains)}
+    start = time.time()
     for i, ck in enumerate(cks):
-        start = time.time()
         load_checkpoint_into(c, model, ck)
         for k, m in MEASURES.items():
             rows[k].append(m.fn(c))
-        took[with_llc[i]].append(time.time() - start)
         if progress:
-            mean = {kind: np.mean(t or took[True] + took[False]) for kind, t in took.items()}
-            progress(i + 1, time.time() - began, sum(mean[kind] for kind in with_llc[i + 1:]))
+            now = time.time()
+            progress(f"checkpoint {i + 1}/{len(cks)}", now - began,
+                     (now - start) / (i + 1) * (len(cks) - i - 1))
     res = {k: np.array(v) for k, v in rows.items()}
     for k, f in FINAL.items():
         v = f(c)
@@ -252,12 +261,11 @@ def analyse_run(run_dir, log=print, llc=True, status=functools.partial(print, fl
     t0, shown = time.time(), 0.0
     cks = run_checkpoints(run_dir, cfg, log)
 
-    def progress(done, seconds, left):  # at most every 5 s, as training's status line
+    def progress(what, seconds, left):  # at most every 5 s, as training's status line
         nonlocal shown
-        if time.time() - shown >= 5 and done < len(cks):
+        if time.time() - shown >= 5 and left > 0:
             shown = time.time()
-            status(f"{printable(run_dir)}: checkpoint {done}/{len(cks)} | {seconds:.0f}s | "
-                   f"{left:.0f}s left")
+            status(f"{printable(run_dir)}: {what} | {seconds:.0f}s | {left:.0f}s left")
     with torch.no_grad():
         res = measure(cfg, cks, llc, progress)
     res["stamp"], res["llc_skipped"] = s, not llc
@@ -397,9 +405,9 @@ def main(argv=None):
     ap = ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("root", metavar="RUNS_DIR_OR_RUN", help="a run folder, or a folder of runs")
     ap.add_argument("--no-llc", dest="llc", action="store_false",
-                    help="skip the local learning coefficient (llc, llc_chains: NaN), most of "
-                    f"the time: ~40-75 s at each of up to {LLC_POINTS} + 1 checkpoints a run on "
-                    "a CPU")
+                    help="skip the local learning coefficient (llc, llc_chains: NaN) at the "
+                    f"up to {LLC_POINTS} + 1 checkpoints a run that take it: SGLD chains, about "
+                    "half of a run's analysis on a CPU")
     args = ap.parse_args(argv)
     root = args.root
     if not os.path.isdir(root):

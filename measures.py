@@ -25,6 +25,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.func import functional_call, grad, vmap
 
+import fast
 from data import all_pairs, hole_mask, train_mask
 from fourier import (ONE_FREQ, ce, component_norms, cos_fit_r2, cos_template_r2, excluded_loss,
                      fourier_basis, frequency_norms, key_frequencies, neuron_frequencies,
@@ -36,23 +37,29 @@ N_NTK = 256       # fixed train pairs for the NTK; None: all, Singh et al.'s K (
 N_ATTN = 1024     # fixed pairs for attention entropy (full forward over all positions)
 N_NEURONS = 4     # MLP neurons drawn as (a, b) heatmaps
 N_GRAD_SYM = 100  # fixed (a, b, c) triples for gradient symmetricity (Zhong et al.'s notebook: 100)
-# The local learning coefficient (sgld_llc): SGLD around the checkpoint on the full training set,
-# n beta = n / log n (devinterp's default), in float32 (llc_problem). Calibrated on the default
-# run (--ln pre --seed 0; python experiments/llc_calibration.py RUN --step S): n beta is 464, and
-# with the weights of a grokked LN model at rms ~0.01 (embeddings, W_O), a chain wandering more
-# than ~1e-3 per weight leaves the basin for chance-level loss, so gamma pins it there (the
-# stationary spread 1 / sqrt(gamma)); at gamma 1e5 or below the grokked checkpoints' chains
-# diverged. At step 2500 (test loss 0.008) the estimate moves < 1% from 25 to 200 draws, twice
-# epsilon gives 7% more, four times diverges (loss 15). Relaxation takes ~2 / (eps gamma) = 40
-# steps. One SGLD step ~0.25 s there (2 loaded vCPUs): 300 steps, ~75 s, a measured checkpoint.
-LLC_POINTS = 10   # checkpoints a run takes the LLC at, evenly over its budget (llc_every): a
-# checkpoint costs ~40-75 s of CPU (2-vCPU AMD EPYC), so a fixed count, not a fixed period, keeps
-# a 40k-step run's analysis as cheap as a 10k-step one's
+# The local learning coefficient (sgld_llc): SGLD around the checkpoint on the training set,
+# n beta = n / log n over its n pairs (Lau et al.; devinterp's default_nbeta is batch / log batch),
+# mini-batches of LLC_BATCH drawn afresh each step, in float32 (llc_problem); every LLC checkpoint's
+# chains run as one stacked model (run_llc). Calibrated on the default run (--ln pre --seed 0;
+# python experiments/llc_calibration.py RUN --step S ...): n beta is 464, and with the weights of a
+# grokked LN model at rms ~0.01 (embeddings, W_O), a chain wandering more than ~1e-3 per weight
+# leaves the basin for chance-level loss, so gamma pins it there (the stationary spread
+# 1 / sqrt(gamma)); at gamma 1e5 or below the grokked checkpoints' chains diverged. Relaxation
+# takes ~2 / (eps gamma) = 40 steps. What these settings measure: a direction of the loss with
+# curvature h moves the estimate by ~(1/2) n beta h / (n beta h + gamma), so the estimate counts
+# the directions stiffer than gamma / n beta ~ 2000; a memorising checkpoint (train loss ~1e-4,
+# a flat cross-entropy) has almost none, and reads ~0.07 (BENCHMARKS.md, "The LLC").
+# Mini-batch against full batch, step 2500 of that run (grokked): 12.72 against 12.95; step 1000
+# (memorising): 0.07 both; devinterp 1.3.2's own SGLD (experiments/llc_devinterp.py): 13.15 and
+# 0.078. One SGLD step of one chain: ~5x less than full batch.
+LLC_POINTS = 10   # checkpoints a run takes the LLC at, evenly over its budget (llc_every): a fixed
+# count, not a fixed period, keeps a 40k-step run's analysis as cheap as a 10k-step one's
 LLC_CHAINS = 2    # independent chains, chain i seeded i
 LLC_BURNIN = 50   # steps of each chain before its draws
 LLC_DRAWS = 100   # losses drawn per chain, one per step
 LLC_EPS = 5e-8    # SGLD step epsilon
 LLC_GAMMA = 1e6   # localisation gamma: the pull back to the checkpoint's weights
+LLC_BATCH = 512   # examples a step's loss and gradient read (mini-batch SGLD); None: all
 
 
 # ---------------------------------------------------------------- measures on plain arrays
@@ -232,50 +239,61 @@ def embedding_gradients(model, x, c):
     return torch.autograd.grad(chosen, leaf[0])[0]
 
 
-def sgld_llc(loss, params, n, chains=LLC_CHAINS, burnin=LLC_BURNIN, draws=LLC_DRAWS, eps=LLC_EPS,
-             gamma=LLC_GAMMA):
+def sgld_llc(loss, params, n, seeds=range(LLC_CHAINS), burnin=LLC_BURNIN, draws=LLC_DRAWS,
+             eps=LLC_EPS, gamma=LLC_GAMMA, batch=LLC_BATCH, progress=None):
     """Lau et al.'s local learning coefficient at w* = the params' current values, as devinterp
-    estimates it (timaeus-research/devinterp a646b9d: src/devinterp/optim/sgld.py SGLD.step,
-    lines 204-253; slt/llc.py LLCEstimator.finalize, lines 97-108; the draw loop of
-    backends/default/slt/sampler.py sample_single_chain, lines 105-134). loss() is the mean loss
-    over the n training examples at the params' current values (full batch). Each chain starts
-    at w* and steps
-        w <- w - eps/2 (n beta grad loss(w) + gamma (w - w*)) + N(0, eps),   n beta = n / log n,
-    drawing loss(w) before each step after `burnin` steps; then
-        llc = n beta (mean of the chains' drawn losses - loss(w*)).
-    Chain i draws its noise from a generator seeded i: the estimate is the same on every call,
-    and a longer chain continues a shorter one. The params are put back to w* at the end.
-    Returns (llc, per-chain llc (chains,), drawn losses (chains, draws))."""
+    estimates it (devinterp 1.3.2: optim/sgld.py SGLD.step; slt/llc.py LLCEstimator.finalize;
+    the draw loop of backends/default/slt/sampler.py sample_single_chain), K chains at once.
+    params: tensors whose first axis is the chain (K rows: K chains, at one w* or at several);
+    loss(idx) -> (K,) each chain's mean loss at the params' current values over its examples
+    idx (K, batch) of the n training examples, or over all n when idx is None. Each chain k
+    starts at its w* and steps
+        w <- w - eps/2 (n beta grad loss_B(w) + gamma (w - w*)) + N(0, eps),   n beta = n / log n,
+    loss_B its mean loss on a mini-batch B of `batch` examples drawn afresh each step (None or
+    >= n: all n, full batch), drawing loss_B(w) before the step (as devinterp) after `burnin`
+    steps; then
+        llc_k = n beta (mean of its drawn losses - its loss at w* over all n).
+    Chain k draws from a generator seeded seeds[k], each step: its batch (randperm(n)[:batch]),
+    then its noise, one normal_ over all its parameter entries (parameters in order): a chain's
+    draws do not depend on the chains stacked with it, and a longer chain continues a shorter
+    one. The params are put back to w* at the end; a parameter the loss does not read stays at
+    w*. progress(steps done, steps) after each step.
+    Returns (llc per chain (K,), drawn losses (K, draws))."""
     nbeta = n / math.log(n)
+    K = len(params[0])
+    gens = [torch.Generator().manual_seed(int(s)) for s in seeds]
+    assert len(gens) == K, f"{len(gens)} seeds for {K} chains"
     w_star = [q.detach().clone() for q in params]
+    sizes = [q[0].numel() for q in params]
+    noise = torch.empty(K, sum(sizes), dtype=params[0].dtype)
     with torch.no_grad():
-        loss_star = float(loss())
-    drawn = torch.empty(chains, draws, dtype=torch.float64)
+        loss_star = loss(None).double()
+    drawn = torch.empty(K, draws, dtype=torch.float64)
     try:
-        for chain in range(chains):
-            g = torch.Generator().manual_seed(chain)
+        for t in range(burnin + draws):
+            idx = None
+            if batch is not None and batch < n:
+                idx = torch.stack([torch.randperm(n, generator=g)[:batch] for g in gens])
+            for k, g in enumerate(gens):
+                noise[k].normal_(generator=g)
+            with torch.enable_grad():  # analyze.py measures under no_grad
+                value = loss(idx)
+                grads = torch.autograd.grad(value.sum(), params, allow_unused=True)
+            if t >= burnin:
+                drawn[:, t - burnin] = value.detach().double()
             with torch.no_grad():
-                for q, w in zip(params, w_star):
-                    q.copy_(w)
-            for t in range(burnin + draws):
-                with torch.enable_grad():  # analyze.py measures under no_grad
-                    value = loss()
-                    grads = torch.autograd.grad(value, params, allow_unused=True)  # None: unused
-                if t >= burnin:
-                    drawn[chain, t - burnin] = float(value.detach())
-                with torch.no_grad():
-                    for q, w, dq in zip(params, w_star, grads):
-                        if dq is None:  # a parameter the loss does not read: left at w*,
-                            continue    # as devinterp's step skips a parameter without a grad
-                        drift = gamma * (q - w) + nbeta * dq
-                        noise = torch.randn(q.shape, generator=g, dtype=q.dtype)
-                        q.add_(drift, alpha=-eps / 2).add_(noise, alpha=math.sqrt(eps))
+                for q, w, dq, xi in zip(params, w_star, grads, noise.split(sizes, 1)):
+                    if dq is None:  # a parameter the loss does not read: left at w*
+                        continue
+                    drift = gamma * (q - w) + nbeta * dq
+                    q.add_(drift, alpha=-eps / 2).add_(xi.view(q.shape), alpha=math.sqrt(eps))
+            if progress:
+                progress(t + 1, burnin + draws)
     finally:
         with torch.no_grad():
             for q, w in zip(params, w_star):
                 q.copy_(w)
-    per_chain = nbeta * (drawn.mean(1) - loss_star)
-    return float(per_chain.mean()), per_chain.numpy(), drawn.numpy()
+    return (nbeta * (drawn.mean(1) - loss_star)).numpy(), drawn.numpy()
 
 
 # ---------------------------------------------------------------- the context
@@ -298,8 +316,9 @@ def run_context(cfg, model, final, llc=True):
     keys = key_frequencies(frequency_norms(neuron_logit_map(model, cfg).detach(), basis))
     keys_embed = key_frequencies(frequency_norms(embedding(model, cfg).detach(), basis))
     # the Fourier-algorithm measures use the directions of a+b
-    return types.SimpleNamespace(cfg=cfg, p=cfg.p, is_add=cfg.op == "add", x=x, y=y, valid=valid,
-                                 train=train, test=valid & ~train, ntk_idx=ntk_idx,
+    return types.SimpleNamespace(cfg=cfg, model=model, p=cfg.p, is_add=cfg.op == "add", x=x,
+                                 y=y, valid=valid, train=train, test=valid & ~train,
+                                 ntk_idx=ntk_idx,
                                  attn_idx=attn_idx, sym_idx=sym_idx, sym_class=sym_class,
                                  basis=basis, keys=keys, keys_embed=keys_embed, llc=llc, memo={})
 
@@ -403,14 +422,47 @@ def clock_pizza_gradients(c):
     return gradient_symmetricity(grads[:, 0], grads[:, 1])
 
 
-def llc_problem(c):
-    """(loss, params, n) for sgld_llc at the checkpoint: the training pairs' mean cross-entropy
-    (the model's negative log-likelihood, for a --loss stablemax run too) as a function of the
-    parameters of a float32 copy of the model (SGLD's noise dwarfs float32 rounding, and a step
-    costs 2.6x less than in float64), full batch."""
-    model = copy.deepcopy(c.model).float()
+def llc_problem(c, states, fast_path=True):
+    """(loss, params, n, seeds) for sgld_llc: LLC_CHAINS chains at each of the weights `states`
+    (state dicts of c.model's shape, in order; chain i of each seeded i), stacked as one
+    float32 model (fast.Stacked, as train.py stacks seeds: on a CPU run by run, each on the
+    table forward fast.forward_fn, checked against model.py on a probe batch as training
+    checks it; fast_path False: model.py's own forward), in eval mode. The loss: the training
+    pairs' mean cross-entropy (the model's negative log-likelihood, for a --loss stablemax run
+    too) of each chain on its examples. Float32: SGLD's noise dwarfs float32 rounding."""
     x, y = c.x[c.train], c.y[c.train]
-    return lambda: F.cross_entropy(model(x), y), list(model.parameters()), len(y)
+    model = copy.deepcopy(c.model).float().eval()
+    fn = fast.forward_fn(model, fast_path)
+    with torch.enable_grad():  # analyze.py measures under no_grad
+        if fast_path and fast.has_table(c.cfg) and \
+                fast.check_forward(model, fn, x[:64], y[:64]) > fast.MATCHES:
+            fn = fast.forward_fn(model, fast=False)  # model.py edited: its own forward
+    models = []
+    for sd in states:
+        m = copy.deepcopy(model)
+        m.load_state_dict(sd)
+        models += [m] * LLC_CHAINS
+    stacked = fast.Stacked(models, fns=[fn] * len(models))
+    K = len(models)
+
+    def loss(idx):
+        xb, yb = (x.expand(K, -1, -1), y.expand(K, -1)) if idx is None else (x[idx], y[idx])
+        logits = stacked(xb, train=False)
+        return F.cross_entropy(logits.flatten(0, 1), yb.flatten(), reduction="none") \
+            .view(K, -1).mean(1)
+    return loss, list(stacked.flat), len(y), list(range(LLC_CHAINS)) * len(states)
+
+
+def run_llc(c, states, progress=None, fast_path=True, **settings):
+    """The local learning coefficient of each of LLC_CHAINS chains at each of the weights
+    `states` (sgld_llc, all chains as one stacked model): (len(states), LLC_CHAINS), and the
+    drawn losses (len(states), LLC_CHAINS, draws). settings: sgld_llc's, LLC_* by default."""
+    loss, params, n, seeds = llc_problem(c, states, fast_path)
+    # the registry's settings named here, not as sgld_llc's defaults: the stamp follows them
+    settings = dict(dict(burnin=LLC_BURNIN, draws=LLC_DRAWS, eps=LLC_EPS, gamma=LLC_GAMMA,
+                         batch=LLC_BATCH), **settings)
+    llc, drawn = sgld_llc(loss, params, n, seeds, progress=progress, **settings)
+    return llc.reshape(len(states), LLC_CHAINS), drawn.reshape(len(states), LLC_CHAINS, -1)
 
 
 def llc_every(cfg):
@@ -422,13 +474,16 @@ def llc_every(cfg):
 
 
 def llc_chains(c):
-    """The local learning coefficient of each SGLD chain (sgld_llc) at the checkpoints whose
-    step is a multiple of llc_every(cfg); NaN at the others, and at all when c.llc is False."""
+    """The local learning coefficient of each SGLD chain (run_llc) at the checkpoints whose
+    step is a multiple of llc_every(cfg); NaN at the others, and at all when c.llc is False.
+    analyze.measure runs all such checkpoints' chains at once into c.memo["llc"] before it
+    measures; a checkpoint not there is run alone."""
     if not c.llc or c.step % llc_every(c.cfg):
         return np.full(LLC_CHAINS, np.nan)
-    if ("llc", c.step) not in c.memo:  # once a checkpoint: "llc" reads it too
-        c.memo["llc", c.step] = sgld_llc(*llc_problem(c))[1]
-    return c.memo["llc", c.step]
+    done = c.memo.setdefault("llc", {})
+    if c.step not in done:
+        done[c.step] = run_llc(c, [c.model.state_dict()])[0][0]
+    return done[c.step]
 
 
 MEASURES = {  # name in analysis.npz -> Measure(function of the checkpoint's context, display)

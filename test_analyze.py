@@ -387,23 +387,31 @@ def test_summary_md_leaves_out_the_columns_no_run_has_and_the_csv_keeps_them():
     assert kept_rows[1] == rows[1][:6] + ["0.500 / -", "[3, 7]"]
 
 
-def test_progress_after_each_checkpoint_weighs_the_llc_checkpoints_apart(tmp_path, monkeypatch):
+def test_progress_through_the_sgld_steps_then_after_each_checkpoint(tmp_path, monkeypatch):
     run = tiny_run(tmp_path, "pre_s0", steps=60)  # checkpoints 0, 20, 40, 60
     cfg = A.run_config(str(run))
     cks = A.run_checkpoints(str(run), cfg, print)
-    monkeypatch.setattr(A, "llc_every", lambda cfg: 40)  # the LLC at steps 0 and 40
+    for module in (A, M):
+        monkeypatch.setattr(module, "llc_every", lambda cfg: 40)  # the LLC at steps 0 and 40
+    monkeypatch.setattr(M, "LLC_BURNIN", 1)
+    monkeypatch.setattr(M, "LLC_DRAWS", 2)
     clock = iter(range(100000))  # each time.time() a second later: measured, not slept
-
-    def llc(c):  # an LLC checkpoint takes 10 s more than another
-        for _ in range(10 if c.step % 40 == 0 else 0):
-            A.time.time()
-        return np.zeros(M.LLC_CHAINS)
     monkeypatch.setattr(A.time, "time", lambda: next(clock))
-    monkeypatch.setitem(M.MEASURES, "llc_chains", M.Measure(llc))
+    ran = []
+    real = M.run_llc
+
+    def run_llc(c, states, progress=None, **kw):  # every LLC checkpoint in one call
+        ran.append(len(states))
+        return real(c, states, progress, **kw)
+    monkeypatch.setattr(A, "run_llc", run_llc)
     seen = []
     with torch.no_grad():
-        A.measure(cfg, cks, llc=True, progress=lambda *a: seen.append(a))
-    assert [done for done, _, _ in seen] == [1, 2, 3, 4]
-    # after step 0 (with the LLC, 11 s) only its kind is known: 3 more at 11 s; then the LLC
-    # checkpoint left at 11 s and the other at 1 s
-    assert [left for _, _, left in seen] == [33, 12, 1, 0]
+        res = A.measure(cfg, cks, llc=True, progress=lambda *a: seen.append(a))
+    assert ran == [2] and np.isfinite(res["llc"]).tolist() == [True, False, True, False]
+    assert [what for what, _, _ in seen] == [
+        f"LLC at 2 checkpoints, SGLD step {t}/3" for t in (1, 2, 3)] + [
+        f"checkpoint {i}/4" for i in (1, 2, 3, 4)]
+    # an SGLD step takes 1 s of the fake clock (one time() call a step), the 4 checkpoints
+    # guessed at CHECKPOINT_S each until timed; then each checkpoint 1 s
+    assert [left for _, _, left in seen] == [2 + 4 * A.CHECKPOINT_S, 1 + 4 * A.CHECKPOINT_S,
+                                             4 * A.CHECKPOINT_S, 3, 2, 1, 0]

@@ -340,28 +340,59 @@ def test_hessian_top_eigenvalue_equals_the_explicit_hessian():
 
 # ---------------------------------------------------------------- local learning coefficient
 
+def quadratic(a, w):
+    """loss(idx) of sgld_llc for L(w) = sum a_i w_i^2 / 2 per chain (the rows of w)."""
+    return lambda idx: (a * w ** 2).sum(1) / 2
+
+
 def test_sgld_llc_steps_as_devinterp_s_update_written_out():
     n, eps, gamma = 1000, 1e-3, 50.0
     a = torch.tensor([1.0, 4.0], dtype=torch.float64)
-    w_star = torch.tensor([0.3, -0.2], dtype=torch.float64)
+    w_star = torch.tensor([[0.3, -0.2], [0.1, 0.5]], dtype=torch.float64)
     w = w_star.clone().requires_grad_()
-    loss = lambda: (a * w ** 2).sum() / 2
-    llc, per_chain, drawn = M.sgld_llc(loss, [w], n, chains=2, burnin=1, draws=2, eps=eps,
-                                       gamma=gamma)
+    per_chain, drawn = M.sgld_llc(quadratic(a, w), [w], n, seeds=[0, 7], burnin=1, draws=2,
+                                  eps=eps, gamma=gamma, batch=None)
     nbeta = n / math.log(n)
-    for chain in range(2):  # w <- w - eps/2 (n beta grad L + gamma (w - w*)) + N(0, eps)
-        g, v, want = torch.Generator().manual_seed(chain), w_star.clone(), []
+    for chain, seed in enumerate([0, 7]):  # w <- w - eps/2 (n beta grad L + gamma (w - w*)) + N(0, eps)
+        g, v, want = torch.Generator().manual_seed(seed), w_star[chain].clone(), []
         for _ in range(3):
             want.append(float((a * v ** 2).sum() / 2))
             xi = torch.randn(2, generator=g, dtype=torch.float64)
-            v = v - eps / 2 * (nbeta * a * v + gamma * (v - w_star)) + math.sqrt(eps) * xi
+            v = v - eps / 2 * (nbeta * a * v + gamma * (v - w_star[chain])) + math.sqrt(eps) * xi
         assert drawn[chain] == pytest.approx(want[1:], rel=1e-12)  # the burn-in step dropped
-        loss_star = float((a * w_star ** 2).sum() / 2)
+        loss_star = float((a * w_star[chain] ** 2).sum() / 2)
         assert per_chain[chain] == pytest.approx(nbeta * (np.mean(want[1:]) - loss_star))
-    assert llc == pytest.approx(per_chain.mean())
     assert torch.equal(w.detach(), w_star)  # put back at w*
-    longer = M.sgld_llc(loss, [w], n, chains=2, burnin=1, draws=5, eps=eps, gamma=gamma)[2]
+    longer = M.sgld_llc(quadratic(a, w), [w], n, seeds=[0, 7], burnin=1, draws=5, eps=eps,
+                        gamma=gamma, batch=None)[1]
     np.testing.assert_array_equal(longer[:, :2], drawn)  # a longer chain continues a shorter
+    w1 = w_star[1:].clone().requires_grad_()
+    alone = M.sgld_llc(quadratic(a, w1), [w1], n, seeds=[7], burnin=1, draws=2, eps=eps,
+                       gamma=gamma, batch=None)[1]
+    np.testing.assert_array_equal(alone[0], drawn[1])  # a chain's draws are its own
+
+
+def test_sgld_llc_mini_batch_draws_each_chain_s_batch_then_its_noise():
+    """A mini-batch step written out: the mean loss over the batch randperm(n)[:m] drawn from
+    the chain's generator, its gradient times n beta, then the chain's noise."""
+    n, m, eps, gamma = 50, 8, 1e-3, 10.0
+    targets = torch.randn(n, 3, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    w_star = torch.zeros(2, 3, dtype=torch.float64)
+    w = w_star.clone().requires_grad_()
+
+    def loss(idx):  # per-example (w - target)^2 / 2, the chain's examples
+        t = targets.expand(2, -1, -1) if idx is None else targets[idx]
+        return ((w[:, None] - t) ** 2).sum(-1).mean(1) / 2
+    _, drawn = M.sgld_llc(loss, [w], n, seeds=[3, 4], burnin=0, draws=3, eps=eps, gamma=gamma,
+                          batch=m)
+    nbeta = n / math.log(n)
+    for chain, seed in enumerate([3, 4]):
+        g, v = torch.Generator().manual_seed(seed), w_star[chain].clone()
+        for t in range(3):
+            b = targets[torch.randperm(n, generator=g)[:m]]
+            assert drawn[chain, t] == pytest.approx(float(((v - b) ** 2).sum(-1).mean() / 2))
+            xi = torch.randn(3, generator=g, dtype=torch.float64)
+            v = v - eps / 2 * (nbeta * (v - b).mean(0) + gamma * v) + math.sqrt(eps) * xi
 
 
 def test_sgld_llc_of_a_regular_quadratic_is_half_the_dimension():
@@ -370,9 +401,10 @@ def test_sgld_llc_of_a_regular_quadratic_is_half_the_dimension():
     r = 1 - eps k / 2, k = n beta a_i + gamma (d/2 = 2 as eps -> 0 and gamma / n beta -> 0)."""
     n, eps, gamma, burnin, draws = 10 ** 4, 1e-4, 1.0, 100, 2000
     a = torch.tensor([1.0, 2.0, 0.5, 3.0], dtype=torch.float64)
-    w = torch.zeros(4, dtype=torch.float64, requires_grad=True)
-    llc, per_chain, _ = M.sgld_llc(lambda: (a * w ** 2).sum() / 2, [w], n, chains=8,
-                                   burnin=burnin, draws=draws, eps=eps, gamma=gamma)
+    w = torch.zeros(8, 4, dtype=torch.float64, requires_grad=True)
+    per_chain, _ = M.sgld_llc(quadratic(a, w), [w], n, seeds=range(8), burnin=burnin,
+                              draws=draws, eps=eps, gamma=gamma)
+    llc = per_chain.mean()
     nbeta = n / math.log(n)
     r = 1 - eps * (nbeta * a + gamma) / 2
     t = torch.arange(burnin, burnin + draws, dtype=torch.float64)[:, None]
@@ -388,9 +420,10 @@ def test_sgld_llc_of_a_degenerate_direction_is_smaller():
     localised posterior's n beta E[L] by quadrature as the reference."""
     n, gamma = 10 ** 4, 1.0
     nbeta = n / math.log(n)
-    w = torch.zeros(2, dtype=torch.float64, requires_grad=True)
-    llc, per_chain, _ = M.sgld_llc(lambda: w[0] ** 2 / 2 + w[1] ** 4, [w], n, chains=8,
-                                   burnin=300, draws=2000, eps=1e-4, gamma=gamma)
+    w = torch.zeros(8, 2, dtype=torch.float64, requires_grad=True)
+    per_chain, _ = M.sgld_llc(lambda idx: w[:, 0] ** 2 / 2 + w[:, 1] ** 4, [w], n,
+                              seeds=range(8), burnin=300, draws=2000, eps=1e-4, gamma=gamma)
+    llc = per_chain.mean()
     u = np.linspace(-2, 2, 400001)
     density = np.exp(-nbeta * u ** 4 - gamma * u ** 2 / 2)
     reference = nbeta / (2 * (nbeta + gamma)) + nbeta * (u ** 4 * density).sum() / density.sum()
@@ -406,22 +439,48 @@ def test_llc_every_is_a_checkpoint_period_giving_about_llc_points_a_run():
     assert M.llc_every(Config(steps=45, ckpt_every=20)) == 20  # at least one period
 
 
-def test_llc_only_at_every_llc_every_steps_on_a_float32_copy():
-    cfg = Config(p=P, d_model=8, n_heads=2, d_mlp=16, frac=0.5)
+def llc_context(**kw):
+    cfg = Config(p=P, d_model=8, n_heads=2, d_mlp=16, frac=0.5, **kw)
     model = build_model(cfg).double()
     ck = {"model": model.state_dict(), "step": M.llc_every(cfg) + 1}
     c = M.run_context(cfg, model, ck)
     M.load_checkpoint_into(c, model, ck)
+    return c, model
+
+
+def test_llc_only_at_every_llc_every_steps_on_a_float32_copy():
+    c, model = llc_context()
     assert np.isnan(M.MEASURES["llc"].fn(c)) and M.MEASURES["llc_chains"].fn(c).shape == (2,)
     before = {k: v.clone() for k, v in model.state_dict().items()}
-    c.step = 2 * M.llc_every(cfg)
+    c.step = 2 * M.llc_every(c.cfg)
     with torch.no_grad():  # as analyze.py measures
         chains = M.MEASURES["llc_chains"].fn(c)
-    loss, params, n = M.llc_problem(c)
-    assert params[0].dtype == torch.float32 and n == int(c.train.sum())
-    assert chains.tolist() == M.sgld_llc(loss, params, n)[1].tolist()
+    loss, params, n, seeds = M.llc_problem(c, [model.state_dict()])
+    assert params[0].dtype == torch.float32 and n == int(c.train.sum()) and seeds == [0, 1]
+    assert chains.tolist() == M.sgld_llc(loss, params, n, seeds)[0].tolist()
     assert M.MEASURES["llc"].fn(c) == pytest.approx(chains.mean())
     assert all(torch.equal(v, before[k]) for k, v in model.state_dict().items())
+
+
+@pytest.mark.parametrize("ln", ["pre", "post"])
+def test_stacked_llc_chains_equal_chains_run_one_at_a_time_on_model_py(ln):
+    """The fast path (every checkpoint's chains one stacked model on the table forward) against
+    the straightforward one (each checkpoint alone, model.py's forward), the same noise: equal
+    to float32 rounding, full batch and mini-batch."""
+    c, model = llc_context(ln=ln)
+    states = []
+    for seed in (0, 1, 2):  # three made-up checkpoints
+        torch.manual_seed(seed)
+        states.append({k: v + 0.05 * torch.randn_like(v) for k, v in model.state_dict().items()})
+    for batch in (None, 16):
+        settings = dict(burnin=3, draws=4, eps=1e-4, gamma=100.0, batch=batch)
+        with torch.no_grad():
+            llc, drawn = M.run_llc(c, states, **settings)
+            alone = [M.run_llc(c, [sd], fast_path=False, **settings) for sd in states]
+        assert llc.shape == (3, M.LLC_CHAINS) and drawn.shape == (3, M.LLC_CHAINS, 4)
+        np.testing.assert_allclose(drawn, np.concatenate([d for _, d in alone]), rtol=2e-5)
+        np.testing.assert_allclose(llc, np.concatenate([v for v, _ in alone]), rtol=1e-3,
+                                   atol=1e-4)
 
 
 # ---------------------------------------------------------------- Clock and Pizza
