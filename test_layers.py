@@ -17,15 +17,17 @@ LAYERS = [
     ("stats", "plots"),                     # rank tests and the bootstrap, drawing
     ("data", "fourier", "model", "optim"),  # the task, the Fourier algorithm, the models and their
                                             # registries, the update: each on its own
-    ("config", "fast", "measures"),         # the options (reading data's and model's registries),
-                                            # the speed layer, the measures
+    ("config", "fast"),                     # the options (reading data's and model's registries),
+                                            # the speed layer
+    ("measures",),                          # the measures (the LLC's chains on the fast forward)
     ("summary",),                           # the summary table of analysed runs
     ("train", "analyze"),                   # training and analysis: neither imports the other
     ("bench", "tl_export"),                 # the step benchmark: train.py's step; the
                                             # TransformerLens export of a checkpoint
     # experiments/: the results layer, each layer on the ones before
-    ("pack", "singh_numbers", "singh_released", "seedstats"),  # the packs, the papers' numbers
-                                            # and files, per-run statistics
+    ("pack", "singh_numbers", "singh_released", "seedstats", "llc_calibration"),  # the packs, the
+                                            # papers' numbers and files, per-run statistics, the
+                                            # LLC's settings on checkpoints
     ("runsets",),                           # the run copies and how claims and tables read them
     ("rule", "metrics_table", "minibatch_table", "gu_table", "forecast", "clock_pizza"),
                                             # the verdict rule and its tests; tables and
@@ -34,7 +36,7 @@ LAYERS = [
     ("nanda", "singh", "gu", "alquabeh", "accelerators", "beyond"),  # a module a paper or topic:
                                             # its claims, sections and runs; none imports another
     ("claims",),                            # collects the papers' claims and sections
-    ("verdicts", "nanda_released", "llc_calibration"),  # scripts
+    ("verdicts", "nanda_released", "llc_devinterp"),  # scripts
     ("conftest",),     # the tests' shared helpers
     ("tests",),        # test_*.py: one test file never imports another (helpers: conftest)
 ]
