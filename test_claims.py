@@ -194,10 +194,10 @@ def test_table_scripts_answer_help_and_a_missing_folder_without_touching_the_dis
         with pytest.raises(SystemExit) as e:
             runsets.folder_arg(metrics_table.__doc__, "runs/interventions")
         assert e.value.code == code and "metrics_table.py runs/" in capsys.readouterr().out
-    monkeypatch.setattr(sys, "argv", ["gu_table.py", "nowhere"])
+    monkeypatch.setattr(sys, "argv", ["metrics_table.py", "nowhere"])
     with pytest.raises(SystemExit, match="^error: no folder nowhere$"):
         runsets.folder_arg("doc")
-    monkeypatch.setattr(sys, "argv", ["gu_table.py"])  # no default: the folder is required
+    monkeypatch.setattr(sys, "argv", ["metrics_table.py"])  # no default: the folder is required
     with pytest.raises(SystemExit) as e:
         runsets.folder_arg("doc")
     assert e.value.code is True and os.listdir(tmp_path) == []  # nothing written (no '--help/')
@@ -617,3 +617,24 @@ def test_paper_prints_its_verdict_rows_and_only_its_sections(capsys, monkeypatch
                        (["--paper", "gu", "med"], "takes no section names")):
         with pytest.raises(SystemExit, match=said):
             claims.main(argv)
+
+
+def test_metrics_table_on_a_stablemax_copy_with_a_bad_analysis_is_one_stop(tmp_path):
+    """A StableMax copy's softmax test loss is its analysis.npz's: one that cannot be read, or
+    lacks the curve, stops in one line naming it (never unpickled)."""
+    run = tmp_path / "r"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps(Config(loss="stablemax").to_dict()))
+    steps = np.arange(0, 101, 10)
+    np.savez(run / "metrics.npz", step=steps, test_loss=np.ones(11), test_acc=np.zeros(11),
+             train_loss=np.ones(11), train_acc=np.zeros(11))
+    for content, said in ((b"", "corrupt"), (b"PK\x03\x04 cut short", "corrupt")):
+        (run / "analysis.npz").write_bytes(content)
+        with pytest.raises(Stop, match=f"^{said} {run / 'analysis.npz'}"):
+            metrics_table.softmax_test_loss(str(run), Config(loss="stablemax"))
+    np.savez(run / "analysis.npz", step=steps)
+    with pytest.raises(Stop, match="^incomplete .*: no step or test_loss$"):
+        metrics_table.softmax_test_loss(str(run), Config(loss="stablemax"))
+    np.savez(run / "analysis.npz", step=steps, test_loss=np.full(11, 2.0))
+    got = metrics_table.softmax_test_loss(str(run), Config(loss="stablemax"))
+    assert list(got[0]) == list(steps) and list(got[1]) == [2.0] * 11

@@ -223,7 +223,7 @@ CASES = [
      "config.json"),
     ("experiments/metrics_table.py", write("r/config.json", '{"colour": 1}'), ["{root}"],
      "config.json"),
-    ("experiments/gu_table.py", remove("r/ckpt"), ["{root}"], "no checkpoints"),
+    ("experiments/claims.py", remove("r/ckpt"), ["gu_setting", "{root}"], "no checkpoints"),
     ("experiments/claims.py", write("r/config.json", "[]"), ["interventions", "{root}"],
      "config.json"),
     ("experiments/claims.py", no_setup, ["--bogus"], "unknown option --bogus"),

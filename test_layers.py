@@ -29,7 +29,7 @@ LAYERS = [
                                             # papers' numbers and files, per-run statistics, the
                                             # LLC's settings on checkpoints
     ("runsets",),                           # the run copies and how claims and tables read them
-    ("rule", "metrics_table", "minibatch_table", "gu_table", "forecast", "clock_pizza"),
+    ("rule", "metrics_table", "minibatch_table", "forecast", "clock_pizza"),
                                             # the verdict rule and its tests; tables and
                                             # computations over a folder of runs
     ("render",),                            # the verdict table, the registry, shared tables
@@ -99,6 +99,6 @@ def test_the_rule_catches_an_upward_import():
     assert upward("analyze", "from train import loss_fn\n") == ["train"]  # apart, one layer
     assert upward("test_model", "from test_train import helper\n") == ["test_train"]
     assert upward("runfiles", "import claims\n") == ["claims"]  # the core never imports experiments
-    assert upward("claims", "import gu_table\nimport analyze\n") == []
+    assert upward("claims", "import gu\nimport analyze\n") == []
     assert upward("rule", "import claims\n") == ["claims"]  # the verdict rule never reads a paper
     assert upward("singh", "import nanda\n") == ["nanda"]   # nor one paper's module another

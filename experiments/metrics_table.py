@@ -24,7 +24,7 @@ from analyze import run_config  # noqa: E402
 from measures import MEASURES, load_checkpoint_into, run_context  # noqa: E402
 from model import build_model  # noqa: E402
 from runfiles import (GROK, Stop, checkpoint_paths, first_below, load_checkpoint,  # noqa: E402
-                      load_metrics)
+                      load_metrics, load_npz)
 from stats import mann_whitney  # noqa: E402
 from summary import baselines, first_at_or_above, fmt, group_runs, markdown  # noqa: E402
 import pack  # noqa: E402
@@ -38,7 +38,9 @@ def softmax_test_loss(run, cfg):
     without checkpoints (reproduction/) brings this curve in its analysis.npz (step, test_loss)."""
     kept = os.path.join(run, "analysis.npz")
     if not glob.glob(os.path.join(run, "ckpt", "step_*.pt")) and os.path.exists(kept):
-        a = np.load(kept)
+        a = load_npz(kept)
+        if "step" not in a or "test_loss" not in a:
+            raise Stop(f"incomplete {kept}: no step or test_loss")
         return a["step"], a["test_loss"]
     paths, model = checkpoint_paths(run)[0], build_model(cfg)
     if not paths:

@@ -1,8 +1,8 @@
 """
-Tests of experiments/gu_table.py, the tables of Gu et al.'s runs (the dug-out sets, token
+Tests of experiments/gu.py, the tables of Gu et al.'s runs (the dug-out sets, token
 uniformity, the DNN's MED and depth), on made-up runs with their analysis.npz.
 
-    python -m pytest -q test_gu_table.py
+    python -m pytest -q test_gu.py
 """
 import json
 import os
@@ -15,7 +15,7 @@ from config import Config
 from conftest import table_rows
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "experiments"))
-import gu_table  # noqa: E402
+import gu  # noqa: E402
 from runsets import load  # noqa: E402
 
 
@@ -32,7 +32,7 @@ def test_holes_prints_each_hole_run_seed_by_seed_from_its_analysis(tmp_path, cap
         np.savez(run / "analysis.npz", step=steps, hole_acc=np.array([0.0, 0.2, 0.9, 0.8]),
                  rest_acc=np.full(4, np.nan if name == "st" else 0.95), hole_bound=np.array(0.6),
                  hole_acc_shared=np.array(0.25), hole_acc_unshared=np.array(np.nan))
-    gu_table.main(str(tmp_path))
+    gu.gu_tables(str(tmp_path))
     rows = table_rows(capsys.readouterr().out)
     assert [r["training set"] for r in rows] == ["square k=2, one vocabulary",
                                                  "strip k=1, b on tokens 9+"]  # 2 runs, no other
@@ -66,7 +66,7 @@ def test_uniformity_reads_each_spread_at_its_steps_for_runs_without_a_hole(tmp_p
                  diff_spread=np.array([1.0, 0.5, 0.3, 0.2])[:n],
                  med=np.array([2.0, 1.0, 0.6, 0.5])[:n],
                  hole_acc=np.zeros(n), rest_acc=np.zeros(n), hole_bound=np.array(0.5))
-    gu_table.uniformity(load(str(tmp_path), analysed=True))
+    gu.uniformity(load(str(tmp_path), analysed=True))
     rows = table_rows(capsys.readouterr().out)
     assert [r["setting"] for r in rows] == ["wd 0, 1 layer(s), frac 0.3, p 7",
                                             "wd 1, 1 layer(s), frac 0.3, p 7"]  # not the hole's
@@ -96,9 +96,9 @@ def test_dnn_table_ranks_med_against_test_loss_and_reads_it_at_generalization(tm
                  med_hidden=np.array([1.0, 2.0, 3.0, 2.5]),  # rises, then falls a little
                  norm_spread=np.zeros(4))  # an MLP is not a row of the uniformity table
     runs = load(str(tmp_path), analysed=True)
-    gu_table.uniformity(runs)
+    gu.uniformity(runs)
     assert capsys.readouterr().out == ""
-    gu_table.dnn(runs)
+    gu.dnn(runs)
     rows = table_rows(capsys.readouterr().out)
     assert [r["DNN"] for r in rows] == ["learned input, random split",
                                         "onehot input, random split"]
@@ -124,7 +124,7 @@ def test_depth_table_counts_falls_below_0_9_after_first_reaching_it(tmp_path, ca
         np.savez(run / "analysis.npz", step=steps[::2], test_loss=np.array([5.0, 2.0, 0.008]),
                  med=np.array([1.0, 3.0, 0.5]), norm_spread=np.zeros(3), diff_spread=np.zeros(3))
     runs = load(str(tmp_path), analysed=True)
-    gu_table.depth(runs)
+    gu.depth(runs)
     rows = table_rows(capsys.readouterr().out)
     assert [r["setting (frac 0.5)"] for r in rows] == ["2 layer(s), p 7"]
     row = rows[0]
@@ -135,6 +135,6 @@ def test_depth_table_counts_falls_below_0_9_after_first_reaching_it(tmp_path, ca
     assert row["from then on: share of evaluations < 0.9 / min test acc"] == "0.200 / 0.500"
     assert row["MED at 0 / peak / last"] == "1.00 / 3.00 / 0.50"
     assert row["MED: rank corr with test loss (checkpoints)"] == "0.50 (3)"
-    gu_table.uniformity(runs)  # the frac 0.5 run is depth's, not uniformity's
+    gu.uniformity(runs)  # the frac 0.5 run is depth's, not uniformity's
     assert [r["setting"] for r in table_rows(capsys.readouterr().out)] \
         == ["wd 1, 1 layer(s), frac 0.3, p 7"]
