@@ -154,40 +154,55 @@ def main(argv=None):
     except Stop as e:
         sys.exit(f"error: {e}")
     with cpu_settings():  # as train.py's loop runs
-        report(cfg, lns, args.preset, args.steps, args.runs, device)
+        data = [t.to(device) for t in make_data(cfg)]
+        print(f"device {device}, {torch.get_num_threads()} threads, torch {torch.__version__}, "
+              f"{args.preset} {cfg.model}, ln {' '.join(lns)}, {cfg.n_layers} layers, p {cfg.p}, "
+              f"{len(data[0])} train / {len(data[2])} test examples, float32, median of "
+              f"{args.steps} steps")
+        report(measure(cfg, lns, data, args.steps, args.runs, device), device)
 
 
-def report(cfg, lns, preset, steps, runs, device):
-    """Time each variant of the step (median of `steps`) and print the table."""
-    x, y, xt, yt = (t.to(device) for t in make_data(cfg))
-    print(f"device {device}, {torch.get_num_threads()} threads, torch {torch.__version__}, "
-          f"{preset} {cfg.model}, ln {' '.join(lns)}, {cfg.n_layers} layers, p {cfg.p}, "
-          f"{len(x)} train / {len(xt)} test examples, float32, median of {steps} steps")
-    results = {}
+def measure(cfg, lns, data, steps, runs, device):
+    """Time each variant of the step on data (make_data's x, y, x_test, y_test on device), the
+    median of `steps`. Returns a dict: ms {variant: ms/step}, ratio {variant: its ms / ours},
+    gflop (useful GFLOP per step), gflops (ours, useful GFLOP/s), peak (a large fp32 matmul's
+    GFLOP/s), matmul_ms (the per-example matmuls alone; None but for a one-layer transformer),
+    runs {R: (ms/step, model-steps/s)} for each R in runs."""
+    x, y, xt, _ = data
+    ms = {}
     slow = straightforward_logits if cfg.model == "transformer" else lambda m, x: m(x)
     for name, test in [("straightforward + test forward", xt), ("straightforward", None)]:
         model = build_model(cfg).to(device)
         opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=cfg.betas, eps=cfg.eps,
                                 weight_decay=cfg.wd)
-        results[name] = timeit(step_fn(model, opt, x, y, slow, test), steps, device)
+        ms[name] = timeit(step_fn(model, opt, x, y, slow, test), steps, device)
     # eager, like the straightforward steps (--runs: as train.py, a CUDA graph on a GPU)
-    results["this project"] = ours = timeit(runs_step(cfg, lns[:1], 1, device, graph=False),
-                                            steps, device)
+    ms["this project"] = ours = timeit(runs_step(cfg, lns[:1], 1, device, graph=False),
+                                       steps, device)
     peak = peak_gflops(device)
-    gflops = useful_flops(cfg, len(x)) / (ours / 1000) / 1e9
-    for name, ms in results.items():
-        print(f"{name:32s} {ms:8.1f} ms/step   {ms / ours:5.2f}x ours")
-    print(f"this project: {useful_flops(cfg, len(x)) / 1e9:.2f} useful GFLOP per step = "
-          f"{gflops:.0f} GFLOP/s; large fp32 matmul: {peak:.0f} GFLOP/s (the step runs at "
-          f"{100 * gflops / peak:.0f}% of it)")
-    if cfg.model == "transformer" and cfg.n_layers == 1:
-        print(f"its per-example matmuls alone: {matmul_ms(cfg, len(x), device, steps):.1f} "
+    gflop = useful_flops(cfg, len(x)) / 1e9
+    alone = (matmul_ms(cfg, len(x), device, steps)
+             if cfg.model == "transformer" and cfg.n_layers == 1 else None)
+    batched = {R: timeit(runs_step(cfg, lns, R, device), steps, device) for R in runs}
+    return dict(ms=ms, ratio={name: t / ours for name, t in ms.items()}, gflop=gflop,
+                gflops=gflop / (ours / 1000), peak=peak, matmul_ms=alone,
+                runs={R: (t, 1000 * R / t) for R, t in batched.items()})
+
+
+def report(bench, device):
+    """Print measure's numbers, a line each."""
+    for name, ms in bench["ms"].items():
+        print(f"{name:32s} {ms:8.1f} ms/step   {bench['ratio'][name]:5.2f}x ours")
+    print(f"this project: {bench['gflop']:.2f} useful GFLOP per step = "
+          f"{bench['gflops']:.0f} GFLOP/s; large fp32 matmul: {bench['peak']:.0f} GFLOP/s (the "
+          f"step runs at {100 * bench['gflops'] / bench['peak']:.0f}% of it)")
+    if bench["matmul_ms"] is not None:
+        print(f"its per-example matmuls alone: {bench['matmul_ms']:.1f} "
               f"ms (a step 5x faster than the straightforward one: "
-              f"{results['straightforward'] / 5:.1f} ms)")
-    for R in runs:
-        ms = timeit(runs_step(cfg, lns, R, device), steps, device)
+              f"{bench['ms']['straightforward'] / 5:.1f} ms)")
+    for R, (ms, rate) in bench["runs"].items():
         print(f"{R:3d} runs batched (train.py's step) {ms:8.2f} ms/step = "
-              f"{1000 * R / ms:8.0f} model-steps/s" + (" (CUDA graph)" if device == "cuda" else ""))
+              f"{rate:8.0f} model-steps/s" + (" (CUDA graph)" if device == "cuda" else ""))
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ GPU path against the CPU (where a GPU is), bench.py, the CPU settings.
 
     python -m pytest -q test_fast.py
 """
-import os
+import math
 import re
 import subprocess
 import sys
@@ -14,9 +14,10 @@ import numpy as np
 import pytest
 import torch
 
-from bench import main as bench_main
+import bench
 from conftest import BATCHED, DEVICES, HERE, quiet, small_cfg, train_alone
 import train as train_module
+from data import make_data
 from fast import cuda_graph, flush_denormals
 from optim import AdamW
 from train import train
@@ -87,24 +88,36 @@ def test_gpu_run_equals_cpu_run(kw, tmp_path):
                                       (["--ln", "off", "pre"], "--ln off .no LayerNorm.")])
 def test_bench_refuses_bad_input(argv, msg):
     with pytest.raises(SystemExit, match=msg):
-        bench_main(argv)
+        bench.main(argv)
 
 
-@pytest.mark.parametrize("n_layers,ln", [("1", ["pre"]), ("2", ["pre", "mlp-pre"])])  # 2 runs
-def test_bench_times_every_variant(n_layers, ln):
-    out = subprocess.run([sys.executable, os.path.join(HERE, "bench.py"), "--steps", "1",
-                          "--n-layers", n_layers, "--runs", "1", "2", "--ln", *ln],
-                         capture_output=True, text=True, check=True).stdout
-    for name in ("straightforward + test forward", "straightforward ", "this project "):
-        assert re.search(re.escape(name) + r"\s+[0-9.]+ ms/step", out), out
-    assert re.search(r"useful GFLOP per step = [0-9]+ GFLOP/s; "
-                     r"large fp32 matmul: [0-9]+ GFLOP/s", out), out
-    assert (re.search(r"its per-example matmuls alone: [0-9.]+ ms \(a step 5x faster than "
-                      r"the straightforward one: [0-9.]+ ms\)", out)
-            is not None) == (n_layers == "1"), out
+@pytest.mark.parametrize("n_layers,lns", [(1, ["pre"]), (2, ["pre", "mlp-pre"])])  # 2 runs
+def test_bench_times_every_variant(n_layers, lns, monkeypatch, capsys):
+    cfg = small_cfg(n_layers=n_layers, ln=lns[0])
+    data = make_data(cfg)
+    got = bench.measure(cfg, lns, data, 1, [1, 2], "cpu")
+    variants = ["straightforward + test forward", "straightforward", "this project"]
+    assert list(got["ms"]) == variants and list(got["runs"]) == [1, 2]
+    # the per-example matmuls are timed on their own for the one-layer transformer only
+    assert (got["matmul_ms"] is not None) == (n_layers == 1)
+    times = [*got["ms"].values(), *(ms for ms, _ in got["runs"].values()), got["gflops"],
+             got["peak"]] + ([got["matmul_ms"]] if n_layers == 1 else [])
+    assert all(0 < t < math.inf for t in times), got
+    ours = got["ms"]["this project"]
+    for name, ms in got["ms"].items():
+        assert got["ratio"][name] == pytest.approx(ms / ours)
+    assert got["gflop"] == pytest.approx(bench.useful_flops(cfg, len(data[0])) / 1e9)
+    assert got["gflops"] == pytest.approx(got["gflop"] / (ours / 1000))
+    for R, (ms, rate) in got["runs"].items():
+        assert rate == pytest.approx(R * 1000 / ms)
+    # main prints a line a variant and a run count (its own model measured here: these numbers)
+    monkeypatch.setattr(bench, "measure", lambda *_: got)
+    bench.main(["--steps", "1", "--n-layers", str(n_layers), "--runs", "1", "2", "--ln", *lns])
+    lines = capsys.readouterr().out.splitlines()
+    for name in variants:  # the name, then its time
+        assert len([s for s in lines if re.match(re.escape(name) + r"\s+[0-9]", s)]) == 1, lines
     for R in (1, 2):
-        assert re.search(rf"{R} runs batched \(train.py's step\)\s+[0-9.]+ ms/step "
-                         r"=\s+[0-9]+ model-steps/s", out), out
+        assert sum(line.split()[:2] == [str(R), "runs"] for line in lines) == 1, lines
 
 
 # 40 MB blocks: glibc adapts its own mmap threshold only up to 32 MB, so by default every such
