@@ -441,7 +441,8 @@ def test_head_wave_fit_finds_the_frequency_and_its_share_of_variance():
     score = 2 * np.cos(wave(5)) + np.sin(wave(9))
     k, fve = seedstats.head_wave_fit(sigmoid(score[:, None] - score[None, :]))
     assert k == 5 and fve == pytest.approx(0.8)
-    k, fve = seedstats.head_wave_fit(sigmoid(np.cos(wave(3) + 1)[:, None] - np.cos(wave(3) + 1)[None]))
+    phased = np.cos(wave(3) + 1)
+    k, fve = seedstats.head_wave_fit(sigmoid(phased[:, None] - phased[None]))
     assert k == 3 and fve == pytest.approx(1.0)  # any phase: a cos and a sin coefficient
     r = dict(final_attn_a=np.stack([sigmoid(score[:, None] - score[None, :])] * 2))
     assert seedstats.heads_fit(None, r) == pytest.approx(0.8)
@@ -480,14 +481,15 @@ def test_llc_shape_asks_for_the_rise_by_the_end_of_memorising_and_a_fall_after_g
              test_loss=np.where(steps < 2500, 5.0, 1e-3))
     llc_at = lambda *v: dict(step=steps, llc=np.interp(steps, [0, 1000, 2000, 3000], v)
                              * np.where(steps % 1000 == 0, 1.0, np.nan))
-    assert seedstats.llc_shape(m, llc_at(0, 10, 12, 5)) is True       # devinterp's: up by 1000, then down
-    assert seedstats.llc_shape(m, llc_at(0, 5, 12, 5)) is False       # 5 of 12: not half-way by 1000
-    assert seedstats.llc_shape(m, llc_at(2, 7, 12, 5)) is True        # half-way from step 0's 2: 7
-    assert seedstats.llc_shape(m, llc_at(0, 10, 12, 13)) is False     # no fall after generalizing
+    shape = seedstats.llc_shape
+    assert shape(m, llc_at(0, 10, 12, 5)) is True       # devinterp's: up by 1000, then down
+    assert shape(m, llc_at(0, 5, 12, 5)) is False       # 5 of 12: not half-way by 1000
+    assert shape(m, llc_at(2, 7, 12, 5)) is True        # half-way from step 0's 2: 7
+    assert shape(m, llc_at(0, 10, 12, 13)) is False     # no fall after generalizing
     r = llc_at(0, 10, 12, 5)
-    assert seedstats.llc_shape(dict(m, test_loss=np.full(len(steps), 5.0)), r) is None  # never groks
+    assert shape(dict(m, test_loss=np.full(len(steps), 5.0)), r) is None  # never groks
     short = {k: v[steps <= 2400] for k, v in r.items()}       # no LLC checkpoint after 2500
-    assert seedstats.llc_shape({k: v[steps <= 2400] for k, v in m.items()}, short) is None
+    assert shape({k: v[steps <= 2400] for k, v in m.items()}, short) is None
     (run := tmp_path / "ln-pre_s0").mkdir()
     (run / "config.json").write_text(json.dumps(Config().to_dict()))
     np.savez(run / "metrics.npz", **m)

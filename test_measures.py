@@ -353,7 +353,8 @@ def test_sgld_llc_steps_as_devinterp_s_update_written_out():
     per_chain, drawn = M.sgld_llc(quadratic(a, w), [w], n, seeds=[0, 7], burnin=1, draws=2,
                                   eps=eps, gamma=gamma, batch=None)
     nbeta = n / math.log(n)
-    for chain, seed in enumerate([0, 7]):  # w <- w - eps/2 (n beta grad L + gamma (w - w*)) + N(0, eps)
+    # w <- w - eps/2 (n beta grad L + gamma (w - w*)) + N(0, eps)
+    for chain, seed in enumerate([0, 7]):
         g, v, want = torch.Generator().manual_seed(seed), w_star[chain].clone(), []
         for _ in range(3):
             want.append(float((a * v ** 2).sum() / 2))

@@ -181,7 +181,7 @@ def test_singh_released_reads_the_three_first_steps_of_each_curve(tmp_path, monk
     assert singh_released.update_medians(str(path)) == {"opt.learning_rate: 0.01": [2, 0.3]}
 
 
-def test_compressibility_wd_reads_the_analysed_points_of_the_weight_decay_sweep(monkeypatch, capsys):
+def test_compressibility_wd_reads_the_analysed_points_of_the_wd_sweep(monkeypatch, capsys):
     step = np.arange(0, 3001, 500)
     m = dict(step=step, test_loss=np.where(step >= 1000, 0.001, 1.0))
     their = lambda **kw: Config(split_rng="singh", **kw)  # the sweep's runs: on their split

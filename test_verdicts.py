@@ -135,7 +135,8 @@ def test_table_on_made_up_runs(tmp_path, monkeypatch, calibrated):
                 like=False),
             row("every seed groks", V.signs(Runs("slow"), lambda m, r: step(m, r) is not None)),
             row("a copy not committed", V.crossing(Runs("absent"), 100)),
-            row("no run kept", V.crossing(Runs("fast", where("seed > 9", lambda c: c.seed > 9)), 100)),
+            row("no run kept", V.crossing(Runs("fast", where("seed > 9", lambda c: c.seed > 9)),
+                                          100)),
             row("a run stopped short", V.crossing(Runs("short"), 100))]
     done = V.evaluate(load, made)
     got = {c.claim: (v, res) for c, res, v, _ in done}
