@@ -45,13 +45,16 @@ def ours(res):
     if res["kind"] == "none":
         return "-"
     if res["kind"] == "interval":
-        draws = "" if res["size"] == res["seeds"][0] else " one seed's spread," \
-            if res["size"] == 1 else f" {res['size']}-seed draws,"
+        notes = []
+        if res["size"] != res["seeds"][0]:  # drawn at the paper's seed count, not ours
+            notes.append("one seed's spread" if res["size"] == 1 else
+                         f"{res['size']}-seed draws")
         cov = interval_coverage(res)
-        label = "an exact computation" if res["method"] == "exact" else \
-            "coverage not measured" if cov is None else f"{cov:.0%} coverage"
-        return f"{num(res['ours'])} [{num(res['lo'])}, {num(res['hi'])}] ({draws.strip(' ,')}" \
-            f"{', ' if draws else ''}{label})"
+        if res["method"] == "exact":
+            notes.append("an exact computation")
+        else:
+            notes.append("coverage not measured" if cov is None else f"{cov:.0%} coverage")
+        return f"{num(res['ours'])} [{num(res['lo'])}, {num(res['hi'])}] ({', '.join(notes)})"
     rho = f"rho {res['rho']:.2f}, " if "rho" in res else ""
     if res["p_opposite"] is None:
         return f"{rho}p {res['p']:.3g}"
