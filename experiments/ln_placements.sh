@@ -6,7 +6,8 @@
 # more: where slingshots keep a seed above 0.01 (M+A*), --resume the run without the stop to 10k.
 # M and A* on their split, 15 seeds more each (reproduction/placements_more_seeds: with the 5 above,
 # 20 a placement, as M+A* with seed_coupling_pre and No LN with seed_coupling; 2-vCPU Xeon, one
-# thread: M's 15 seeds in one process 2448 s, A*'s seeds 0-4 in one 4192 s):
+# thread: M's 15 seeds in one process 2448 s, A*'s seeds 0-4 in one 4192 s; 5-9 and 10-14 each
+# one process of 5 as well, on a loaded machine):
 #   python train.py --ln mlp-pre --seed $(seq -s ' ' 0 14) --split-rng singh --stop-after-grok 1000 \
 #     --out runs/placements_more_seeds
 #   python train.py --ln attn-pre --seed 0 1 2 3 4 --split-rng singh --stop-after-grok 1000 \

@@ -40,7 +40,7 @@ SPLIT = "their split (`--split-rng singh`), their 5 seeds, 10k steps"
 
 def placement(ln):
     """A placement on their split: the 5 seeds of ln_placements.sh, with the seeds more of the
-    same command and budget: M and A* (placements_more_seeds, seeds 0-14 as far as committed),
+    same command and budget: M and A* (placements_more_seeds, seeds 0-14),
     M+A* (seed_coupling_pre: seeds 0-14), No LN (seed_coupling.sh's 20)."""
     more = {"mlp-pre": "placements_more_seeds", "attn-pre": "placements_more_seeds",
             "pre": "seed_coupling_pre", "off": "seed_coupling"}
