@@ -3,7 +3,7 @@ Progress measures of the four papers at every checkpoint of every run, then ever
 
     python analyze.py runs/              # every run folder below runs/, then the cross-run figures
     python analyze.py runs/ln-pre_s0     # one run
-    python analyze.py --no-llc runs
+    python analyze.py --no-llc runs/     # without the local learning coefficient (~1/5 the time)
 
 Writes runs/<name>/analysis.npz (one row per checkpoint; keys in measures.py's MEASURES and
 FINAL, and README.md), runs/<name>/figures/*.png, and for a folder of runs runs/figures/*.png,
