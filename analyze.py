@@ -281,6 +281,11 @@ def analysis_of(run_dir, llc=True):
     kept = os.path.join(run_dir, "analysis.npz")
     if os.path.exists(kept) and not glob.glob(os.path.join(run_dir, "ckpt", "step_*.pt")):
         res = load_npz(kept)  # one line naming it when it cannot be read
+        rows = len(res["step"]) if "step" in res else None
+        short = [k for k in MEASURES if k in res and (rows is None or len(res[k]) != rows)]
+        if short:  # a measure's column is one row a checkpoint, as step's
+            raise Stop(f"corrupt {printable(kept)}: {short[0]} has no row a checkpoint (step "
+                       f"{'missing' if rows is None else f'has {rows} rows'})")
         if "keys_embed" not in res:  # an older copy's names: keys W_E's, keys_logit W_L's
             res["keys_embed"], res["keys"] = res.pop("keys", None), res.pop("keys_logit", None)
         return res

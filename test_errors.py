@@ -286,6 +286,9 @@ CASES = [
      "corrupt {root}/r/analysis.npz"),
     ("experiments/clock_pizza.py", copied(npz("r/analysis.npz", step=np.arange(3))), ["{root}"],
      "incomplete {root}/r/analysis.npz: no distance_irrelevance"),
+    ("experiments/clock_pizza.py", copied(npz("r/analysis.npz", step=np.arange(3),
+                                              distance_irrelevance=np.zeros(2))), ["{root}"],
+     "corrupt {root}/r/analysis.npz: distance_irrelevance has no row a checkpoint (step has 3"),
     # the papers' released files: read without running their code
     ("experiments/nanda_released.py", crafted_pickle("mod_addition_frac_train_sweep.pth"),
      ["{root}"], "is not one of their saved runs"),
