@@ -30,8 +30,8 @@ from config import Config
 from measures import (FINAL, LLC_POINTS, MEASURES, llc_every, load_checkpoint_into,
                       load_weights, run_context, run_llc)
 from model import build_model
-from runfiles import (GROK, KEYS, ArgumentParser, Stop, checkpoint_paths, first_below,
-                      load_checkpoint, load_metrics, load_npz, message, printable, save_atomic)
+from runfiles import (GROK, KEYS, ArgumentParser, Stop, check_analysis, checkpoint_paths,
+                      first_below, load_checkpoint, load_metrics, load_npz, message, printable, save_atomic)
 from summary import grok_steps, group_runs, write_summary
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -194,9 +194,7 @@ def run_config(run_dir):
     try:
         with open(path) as f:
             d = json.load(f)
-        if not isinstance(d, dict):
-            raise TypeError(f"a JSON {type(d).__name__}, not an object")
-        cfg = Config.from_dict(d)
+        cfg = Config.saved(d)
     except FileNotFoundError:
         raise Stop(f"{printable(run_dir)}: no config.json") from None
     except (OSError, ValueError, TypeError, AttributeError) as e:  # not JSON, not a config
@@ -280,12 +278,7 @@ def analysis_of(run_dir, llc=True):
     a run is analysed (analyse_run, quietly: cached when nothing changed)."""
     kept = os.path.join(run_dir, "analysis.npz")
     if os.path.exists(kept) and not glob.glob(os.path.join(run_dir, "ckpt", "step_*.pt")):
-        res = load_npz(kept)  # one line naming it when it cannot be read
-        rows = len(res["step"]) if "step" in res else None
-        short = [k for k in MEASURES if k in res and (rows is None or len(res[k]) != rows)]
-        if short:  # a measure's column is one row a checkpoint, as step's
-            raise Stop(f"corrupt {printable(kept)}: {short[0]} has no row a checkpoint (step "
-                       f"{'missing' if rows is None else f'has {rows} rows'})")
+        res = check_analysis(load_npz(kept), printable(kept), MEASURES)  # or one line
         if "keys_embed" not in res:  # an older copy's names: keys W_E's, keys_logit W_L's
             res["keys_embed"], res["keys"] = res.pop("keys", None), res.pop("keys_logit", None)
         return res

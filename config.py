@@ -40,6 +40,7 @@ SECTIONS = dict(p="task", model="model", lr="optimization",
 
 # options of older runs' saved configs that no code reads any more: dropped when read
 RETIRED = ("schedule_steps",)
+SAVED = ("model", "op", "p", "seed", "steps")  # in every config.json train.py has ever written
 
 
 def option(default, help):
@@ -119,6 +120,17 @@ class Config:
         if "betas" in d:  # JSON has no tuples: a saved config holds them as lists
             d["betas"] = tuple(d["betas"])
         return cls(**d)
+
+    @classmethod
+    def saved(cls, d):
+        """The Config of a saved config.json (d, parsed): an object holding SAVED at least (a
+        `{}` or a cut file is no run's config); keys added since take their defaults."""
+        if not isinstance(d, dict):
+            raise TypeError(f"a JSON {type(d).__name__}, not an object")
+        missing = [k for k in SAVED if k not in d]
+        if missing:
+            raise ValueError(f"no {', '.join(missing)}")
+        return cls.from_dict(d)
 
     def to_dict(self):
         return asdict(self)

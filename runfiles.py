@@ -153,6 +153,17 @@ def check_metrics(m, where, keys=()):
     return m
 
 
+def check_analysis(res, where, keys):
+    """res (an analysis.npz as {key: array}) if each of keys it holds has a row a checkpoint, as
+    its step column; else Stop naming `where`."""
+    rows = len(res["step"]) if "step" in res else None
+    short = [k for k in keys if k in res and (rows is None or len(res[k]) != rows)]
+    if short:
+        raise Stop(f"corrupt {where}: {short[0]} has no row a checkpoint (step "
+                   f"{'missing' if rows is None else f'has {rows} rows'})")
+    return res
+
+
 def save_metrics(metrics, run_dirs):
     for m, d in zip(metrics, run_dirs):
         save_atomic({k: np.array(v) for k, v in m.items()}, os.path.join(d, "metrics.npz"))

@@ -13,6 +13,7 @@ run as commands.
 """
 import errno
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -26,11 +27,15 @@ import analyze
 import bench
 import runfiles
 import train
+from config import Config
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "experiments"))
 import clock_pizza  # noqa: E402
 import pack  # noqa: E402
+
+# a config.json as train.py writes it, with some keys changed
+config_text = lambda **kw: json.dumps({**Config().to_dict(), **kw})
 
 TINY = ["--p", "7", "--d-model", "16", "--n-heads", "2", "--d-mlp", "32", "--frac", "0.5",
         "--eval-every", "5", "--ckpt-every", "10", "--steps", "20", "--device", "cpu"]
@@ -221,7 +226,7 @@ CASES = [
     # the experiment tables on a broken run
     ("experiments/metrics_table.py", write("r/config.json", "{not json"), ["{root}"],
      "config.json"),
-    ("experiments/metrics_table.py", write("r/config.json", '{"colour": 1}'), ["{root}"],
+    ("experiments/metrics_table.py", write("r/config.json", config_text(colour=1)), ["{root}"],
      "config.json"),
     ("experiments/claims.py", remove("r/ckpt"), ["gu_setting", "{root}"], "no checkpoints"),
     ("experiments/claims.py", write("r/config.json", "[]"), ["interventions", "{root}"],
@@ -269,10 +274,14 @@ CASES = [
      "Object arrays cannot be loaded"),
     ("experiments/pack.py", write("r/config.json", ""), ["{root}", "{root}/p.npz"],
      "{root}/r/config.json is not a run's config"),
-    ("experiments/pack.py", write("r/config.json", '{"colour": 1}'), ["{root}", "{root}/p.npz"],
-     "unknown config keys ['colour']"),
-    ("experiments/pack.py", write("r/config.json", '{"frac": 2}'), ["{root}", "{root}/p.npz"],
-     "{root}/r/config.json: --frac 2 must be in (0, 1)"),
+    ("experiments/pack.py", write("r/config.json", config_text(colour=1)),
+     ["{root}", "{root}/p.npz"], "unknown config keys ['colour']"),
+    ("experiments/pack.py", write("r/config.json", config_text(frac=2)),
+     ["{root}", "{root}/p.npz"], "{root}/r/config.json: --frac 2 must be in (0, 1)"),
+    ("experiments/pack.py", write("r/config.json", "{}"), ["{root}", "{root}/p.npz"],
+     "{root}/r/config.json is not a run's config (ValueError: no model, op, p, seed, steps)"),
+    ("experiments/claims.py", write("r/config.json", '{"seed": 0}'), ["interventions", "{root}"],
+     "{root}/r/config.json is not a run's config (ValueError: no model, op, p, steps)"),
     ("experiments/pack.py", lambda root: os.remove(os.path.join(root, "r", "config.json")),
      ["{root}", "{root}/p.npz"], "{root}/r: no config.json"),
     ("experiments/pack.py", write("r/hessian.json", b"\xff{}"), ["{root}", "{root}/p.npz"],

@@ -14,6 +14,7 @@ import sys
 import numpy as np
 import pytest
 
+from config import Config
 from runfiles import Stop
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "experiments"))
@@ -187,31 +188,43 @@ def test_lead_is_from_the_first_fraction_that_stays_good():
     assert F.first_good(done, "m") == (None, None)
 
 
-def a_pack(config, **metrics):
-    """The bytes of a pack of one run, r, of this config.json text and these metrics."""
-    index = {"r": {"config.json": "text",
-                   "metrics.npz": {k: [str(v.dtype), list(v.shape)] for k, v in metrics.items()}}}
-    columns = {f"metrics.npz/{k}": v for k, v in metrics.items()}
+def a_pack(config, analysis=None, **metrics):
+    """The bytes of a pack of one run, r, of this config.json text and these metrics (and this
+    analysis, {column: array})."""
+    files = {"metrics.npz": metrics, **({"analysis.npz": analysis} if analysis else {})}
+    index = {"r": {"config.json": "text", **{
+        f: {k: [str(v.dtype), list(v.shape)] for k, v in cols.items()}
+        for f, cols in files.items()}}}
+    columns = {f"{f}/{k}": v for f, cols in files.items() for k, v in cols.items()}
     out = io.BytesIO()
     np.savez(out, index=np.array(json.dumps(index)), **{"config.json": np.array([config])},
              **columns)
     return out.getvalue()
 
 
-GOOD = a_pack('{"steps": 20, "loss": "ce"}', **made_run(0, 1e-3, 400, budget=20)["metrics"])
+RUN = Config(steps=20).to_dict()  # a config.json as train.py writes it
+CFG = json.dumps(RUN)
+GOOD = a_pack(CFG, **made_run(0, 1e-3, 400, budget=20)["metrics"])
 
 
 @pytest.mark.parametrize("data,expected", [
     (b"", "runs.npz: not a pack of runs (EOFError"),
     (GOOD[:len(GOOD) // 2], "runs.npz: not a pack of runs (BadZipFile"),
-    (a_pack('{"colour": 1}', step=np.arange(3)), "run r: not a run's config (ValueError: unknown"),
-    (a_pack("[]", step=np.arange(3)), "run r: not a run's config (AttributeError"),
-    (a_pack('{"frac": 2}', step=np.arange(3)), "run r: not a run's config (Stop: --frac 2"),
-    (a_pack("{}", step=np.arange(3)), "run r: not a run's config (ValueError: no steps"),
-    (a_pack('{"steps": 20, "loss": "ce"}', step=np.arange(3)),
+    (a_pack(json.dumps({**RUN, "colour": 1}), step=np.arange(3)), "run r: not a run's config (ValueError: unknown"),
+    (a_pack("[]", step=np.arange(3)), "run r: not a run's config (TypeError: a JSON list"),
+    (a_pack(json.dumps({**RUN, "frac": 2}), step=np.arange(3)),
+     "run r: not a run's config (Stop: --frac 2"),
+    (a_pack("{}", step=np.arange(3)),
+     "run r: not a run's config (ValueError: no model, op, p, seed, steps"),
+    (a_pack(json.dumps({k: v for k, v in RUN.items() if k != "loss"}), step=np.arange(3)),
+     "run r: not a run's config (ValueError: no steps or no loss"),
+    (a_pack(CFG, step=np.arange(3)),
      "incomplete {path}: run r: metrics.npz: no test_loss"),
-], ids=["empty", "cut short", "unknown key", "not an object", "bad option", "no steps",
-        "no test loss"])
+    (a_pack(CFG, **made_run(0, 1e-3, 400, budget=20)["metrics"],
+            analysis=dict(step=np.arange(3), restricted_loss=np.ones(2))),
+     "corrupt {path}: run r: analysis.npz: restricted_loss has no row a checkpoint"),
+], ids=["empty", "cut short", "unknown key", "not an object", "bad option", "empty object",
+        "no loss", "no test loss", "analysis rows"])
 def test_a_corrupt_pack_is_one_line_naming_it(data, expected, tmp_path):
     path = tmp_path / "exp" / "runs.npz"
     path.parent.mkdir()
@@ -220,3 +233,14 @@ def test_a_corrupt_pack_is_one_line_naming_it(data, expected, tmp_path):
         F.load_runs(str(tmp_path))
     assert expected.format(path=path) in str(e.value) and "\n" not in str(e.value), str(e.value)
     assert str(path) in str(e.value)
+
+
+def test_a_run_without_metric_rows_is_left_out_saying_why(tmp_path):
+    run = made_run(0, 1e-3, 400, budget=20)
+    run["metrics"] = {k: v[:0] for k, v in run["metrics"].items()}
+    assert F.unusable(run) == "no metric rows"
+    path = tmp_path / "exp" / "runs.npz"
+    path.parent.mkdir()
+    path.write_bytes(a_pack(CFG, **run["metrics"]))
+    with pytest.raises(Stop, match="^no runs to forecast in "):
+        F.load_runs(str(tmp_path))

@@ -109,7 +109,7 @@ def normed(place):
 def run_config(ck, where):
     """The checkpoint's Config, checked to be one a HookedTransformer can compute."""
     try:
-        cfg = Config.from_dict(ck["config"])
+        cfg = Config.saved(ck["config"])
     except (ValueError, TypeError) as e:  # unknown or missing keys, a field of another type
         raise Stop(f"{where}: its config is not a run's ({message(e)})") from None
     cfg.check()

@@ -377,7 +377,7 @@ def check_same_run(saved, cfg, run_dir):
     """Refuse cfg for run_dir if its saved config (a dict) differs but in --steps, which a
     resume may extend."""
     try:
-        old = Config.from_dict(saved)
+        old = Config.saved(saved)
     except (TypeError, ValueError) as e:
         raise Stop(f"--resume: {run_dir}: {e}") from None
     diff = [f.name for f in fields(Config)

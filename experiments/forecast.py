@@ -43,7 +43,8 @@ import pack  # noqa: E402
 import plots  # noqa: E402
 from config import Config  # noqa: E402
 from summary import first_at_or_above, markdown  # noqa: E402
-from runfiles import GROK, Stop, check_metrics, first_below, message, printable  # noqa: E402
+from runfiles import (GROK, Stop, check_analysis, check_metrics, first_below, message,  # noqa: E402
+                      printable)
 from stats import sign_test, u_statistic  # noqa: E402
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
@@ -104,12 +105,13 @@ def checked_config(path, name, files):
     where = f"{printable(path)}: run {name}"
     try:
         cfg = json.loads(files["config.json"])
-        Config.from_dict(cfg).check()
+        Config.saved(cfg).check()
         if "steps" not in cfg or "loss" not in cfg:  # load_runs and unusable read them
             raise ValueError("no steps or no loss")
     except (KeyError, TypeError, ValueError, AttributeError) as e:  # none, not JSON, not a run's
         raise Stop(f"{where}: not a run's config ({message(e)})") from None
     check_metrics(files.get("metrics.npz", {}), f"{where}: metrics.npz", COLUMNS)
+    check_analysis(files.get("analysis.npz", {}), f"{where}: analysis.npz", ("restricted_loss",))
     return cfg
 
 
@@ -121,6 +123,8 @@ def config_key(cfg):
 def unusable(run):
     """Why a run cannot be forecast, or None."""
     cfg, m = run["cfg"], run["metrics"]
+    if not len(m["step"]):
+        return "no metric rows"
     if cfg["loss"] != "ce":  # StableMax's logged test loss is its own, not cross-entropy's
         return "trained on another loss: its logged test loss is not softmax cross-entropy"
     if not np.all(np.isfinite(m["test_loss"])):
