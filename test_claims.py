@@ -8,6 +8,7 @@ experiments/claims.py and metrics_table.py print from run folders, on made-up ru
 import json
 import os
 import shutil
+import subprocess
 import sys
 
 import numpy as np
@@ -563,7 +564,35 @@ def test_the_tuned_cells_are_the_tuning_stage_choice():
     with pack.opened(os.path.join("reproduction", "tuned_adamw")) as folder:
         runs = load(folder)
     for ln, cell in accelerators.TUNED.items():
-        assert accelerators.tuning_grid(runs, ln)[2] == cell
+        mine = {r: v for r, v in runs.items() if v[0].ln == ln}
+        assert accelerators.tuning_grid(mine, accelerators.GRID)[2] == cell
+
+
+def test_the_methods_tuned_cells_are_their_tuning_stage_choice():
+    """TUNED_METHODS holds each method's choice once its grid is done, and only then; the
+    script's stage 2 runs exactly those cells on the compared seeds."""
+    import pack
+    copy = os.path.join("reproduction", "tuned_methods")
+    runs = {}
+    if os.path.isdir(copy):
+        with pack.opened(copy) as folder:
+            runs = load(folder)
+    for ln in ("pre", "off"):
+        for name, (_, keep) in accelerators.METHODS.items():
+            mine = {r: v for r, v in runs.items() if keep(v[0]) and v[0].ln == ln}
+            chosen = accelerators.tuning_grid(mine, accelerators.CELLS[name])[2]
+            assert accelerators.TUNED_METHODS.get((ln, name)) == chosen, (ln, name)
+    listed = subprocess.run(["bash", "experiments/tuned_methods.sh", "--list"], check=True,
+                            capture_output=True, text=True).stdout.splitlines()
+    stage2 = sorted(line for line in listed if " --seed 5 " not in line
+                    and line.startswith("python train.py"))
+    flags = {"Grokfast EMA": "--grokfast ema --gf-alpha 0.98 --gf-lamb 2", "⊥AdamW": "--orthograd",
+             "Muon": "--optimizer muon"}
+    want = sorted(f"python train.py --ln {ln} {flags[name]} --lr {lr:g} --wd {wd:g} --seed {s} "
+                  "--stop-after-grok 1000 --out runs/tuned_methods --auto-resume"
+                  for (ln, name), (lr, wd) in accelerators.TUNED_METHODS.items()
+                  for s in range(5))
+    assert stage2 == want
 
 
 def test_tuning_grid_chooses_the_first_cell_to_generalize_once_every_cell_is_done():
@@ -573,13 +602,22 @@ def test_tuning_grid_chooses_the_first_cell_to_generalize_once_every_cell_is_don
         loss = np.where(step >= grok, 0.001, 1.0) if grok else np.ones(len(step))
         cfg = Config(ln=ln, lr=lr, wd=wd, seed=accelerators.TUNING_SEED, steps=10000)
         return cfg, dict(step=step, test_loss=loss), {}
+    cells = [(1e-3, 1.0), (1e-3, 3.0), (3e-3, 1.0), (3e-3, 3.0)]
     runs = {"a": run("pre", 1e-3, 1.0, 3000), "b": run("pre", 3e-3, 1.0, None),
             "c": run("pre", 1e-3, 3.0, 2000), "d": run("pre", 3e-3, 3.0, 2000)}
-    header, rows, chosen = accelerators.tuning_grid(runs, "pre")
+    header, rows, chosen = accelerators.tuning_grid(runs, cells)
     assert chosen == (1e-3, 3.0)  # 2000 twice: the smaller lr
     assert rows == [["0.001", "3000", "2000"], ["0.003", "not reached in 10000", "2000"]]
     runs["b"] = run("pre", 3e-3, 1.0, None, last=5000)  # still running: no choice yet
-    assert accelerators.tuning_grid(runs, "pre")[2] is None
+    assert accelerators.tuning_grid(runs, cells)[2] is None
+    # a paper's own cell off the grid: a row and a column of its own, "-" where no cell is
+    runs["b"] = run("pre", 3e-3, 1.0, None)
+    runs["e"] = run("pre", 1e-3, 0.0, 1500)
+    header, rows, chosen = accelerators.tuning_grid(runs, cells[:2] + [(1e-3, 0.0)])
+    assert header == ["lr \\ wd", "0", "1", "3"] and chosen == (1e-3, 0.0)
+    assert rows == [["0.001", "1500", "3000", "2000"]]  # lr 3e-3 is off this grid
+    assert accelerators.tuning_grid(runs, cells + [(6e-3, 1.0)])[1][-1] == [
+        "0.006", "not yet run", "-"]
 
 
 def test_a_section_given_another_experiments_runs_says_so(tmp_path, capsys, monkeypatch):

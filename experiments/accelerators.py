@@ -15,7 +15,7 @@ import metrics_table  # noqa: E402
 import pack  # noqa: E402
 import summary as S  # noqa: E402
 from render import Section  # noqa: E402
-from rule import Claim, order, signs, value  # noqa: E402
+from rule import Claim, not_addressed, order, signs, value  # noqa: E402
 from runsets import Runs, field, load, where  # noqa: E402
 from seedstats import acc_step, grok_step  # noqa: E402
 from singh_numbers import SINGH_LN  # noqa: E402
@@ -31,6 +31,20 @@ GF_BOTH = "`python experiments/claims.py grokfast grokfast_wd0`"
 # tuned_adamw` prints the choice; test_claims checks that these are it)
 TUNED = {"pre": (0.001, 1.0), "off": (0.006, 3.0)}
 TUNING_SEED = 5  # tuned_adamw.sh's stage 1: not among the seeds the methods are compared on
+GRID = [(lr, wd) for lr in (0.001, 0.003, 0.006) for wd in (1.0, 3.0)]  # every arm's tuning grid
+# each method as its paper runs it (interventions.sh's arms), and the runs of it at any (lr, wd);
+# a paper's own setting off the grid joins that method's grid (tuned_methods.sh)
+METHODS = {"Grokfast EMA": (field(grokfast="ema", lr=0.001, wd=1.0), field(grokfast="ema")),
+           "⊥AdamW": (field(orthograd=True, lr=0.001, wd=0.0), field(orthograd=True)),
+           "Muon": (field(optimizer="muon", lr=0.001, wd=1.0), field(optimizer="muon"))}
+PAPER_CELL = {"Grokfast EMA": (0.001, 1.0), "⊥AdamW": (0.001, 0.0), "Muon": (0.001, 1.0)}
+CELLS = {name: GRID + [cell for cell in (PAPER_CELL[name],) if cell not in GRID]
+         for name in METHODS}
+ADAMW = dict(optimizer="adamw", grokfast="none", orthograd=False, loss="ce")  # plain AdamW
+# the cells experiments/tuned_methods.sh's stage 1 chose on seed 5, per placement and method
+# (`python experiments/claims.py tuned_methods` prints the choice; test_claims checks them);
+# a method not here is not yet chosen
+TUNED_METHODS = {}
 # the packs holding each placement's methods; the first is the one the verdicts compare
 COMPARED = {"pre": ("interventions_pre",), "off": ("interventions_noln_zen5", "interventions_noln")}
 
@@ -48,21 +62,25 @@ def seed_steps(runs):
     return arms
 
 
-def tuning_grid(runs, ln):
-    """The tuning seed's cells of one placement, as printed rows, and the chosen (lr, wd): the
-    first to test loss 0.01 (a tie: the smaller lr, then wd); None while a cell is missing."""
+def tuning_grid(runs, cells):
+    """The tuning seed's cells (lr, wd) of one arm on one placement, as printed rows (lr down, wd
+    across; "-" off the grid), and the chosen (lr, wd): the first to test loss 0.01 (a tie: the
+    smaller lr, then wd); None while a cell is missing or running."""
     grid = {}
     for run, (cfg, m, _) in runs.items():
-        if cfg.ln == ln and cfg.seed == TUNING_SEED:
+        if cfg.seed == TUNING_SEED and (cfg.lr, cfg.wd) in cells:
             grid[cfg.lr, cfg.wd] = (grok_step(m), int(m["step"][-1]), cfg.steps)
-    lrs = sorted({lr for lr, _ in grid})
-    wds = sorted({wd for _, wd in grid})
+    lrs = sorted({lr for lr, _ in cells})
+    wds = sorted({wd for _, wd in cells})
     rows = []
     for lr in lrs:
         row = [f"{lr:g}"]
         for wd in wds:
-            if (lr, wd) not in grid:
+            if (lr, wd) not in cells:
                 row.append("-")
+                continue
+            if (lr, wd) not in grid:
+                row.append("not yet run")
                 continue
             step, last, budget = grid[lr, wd]
             if step is not None:
@@ -75,7 +93,7 @@ def tuning_grid(runs, ln):
     done = [(step, lr, wd) for (lr, wd), (step, _, _) in grid.items() if step is not None]
     finished = all(step is not None or last == budget for step, last, budget in grid.values())
     chosen = None
-    if done and finished and len(grid) == len(lrs) * len(wds):
+    if done and finished and len(grid) == len(cells):
         chosen = min(done)[1:]
     return ["lr \\ wd"] + [f"{wd:g}" for wd in wds], rows, chosen
 
@@ -88,7 +106,8 @@ def tuned_adamw(root):
     runs = load(root)
     for ln in sorted({cfg.ln for cfg, _, _ in runs.values()}, key=lambda ln: ln != "pre"):
         name = LN_NAME.get(ln, ln)
-        header, rows, chosen = tuning_grid(runs, ln)
+        header, rows, chosen = tuning_grid(
+            {r: v for r, v in runs.items() if v[0].ln == ln}, GRID)
         print(f"{ln} ({name}), stage 1, seed {TUNING_SEED}: test loss <= 0.01 "
               "at (rows lr, columns wd)\n")
         print(S.markdown(header, rows))
@@ -121,6 +140,54 @@ def tuned_adamw(root):
               "the methods from interventions.sh (another machine for No LN: Zen 5)\n")
         print(S.markdown(["arm", "per seed", "earlier than the tuned AdamW: Mann-Whitney U / "
                           "p (one-sided)"], rows))
+
+
+def arm_steps(runs, keep, ln, cell):
+    """{seed: step of test loss <= 0.01, or None} of one arm's cell on the compared seeds."""
+    return {cfg.seed: grok_step(m) for cfg, m, _ in runs.values() if keep(cfg) and cfg.ln == ln
+            and (cfg.lr, cfg.wd) == cell and cfg.seed != TUNING_SEED}
+
+
+def tuned_methods(root):
+    """experiments/tuned_methods.sh: each method tuned as AdamW was, over the same lr x wd grid
+    (plus its paper's own setting) on the same tuning seed (stage 1), its chosen cell then on the
+    compared seeds 0-4 (stage 2) against the tuned AdamW of tuned_adamw.sh: steps to test loss
+    0.01 seed by seed and a one-sided Mann-Whitney test that the method gets there first."""
+    runs = load(root)
+    with pack.opened(os.path.join("reproduction", "tuned_adamw")) as folder:
+        adamw = load(folder)
+    for ln in ("pre", "off"):
+        name = LN_NAME[ln]
+        tuned = arm_steps(adamw, field(**ADAMW), ln, TUNED[ln])
+        arms = [("AdamW", TUNED[ln], tuned)]
+        for method, (_, keep) in METHODS.items():
+            mine = {r: v for r, v in runs.items() if keep(v[0]) and v[0].ln == ln}
+            if not mine:
+                continue
+            header, rows, chosen = tuning_grid(mine, CELLS[method])
+            print(f"{method} on {ln} ({name}), stage 1, seed {TUNING_SEED}: test loss <= 0.01 at "
+                  "(rows lr, columns wd)\n")
+            print(S.markdown(header, rows))
+            print("the cell to compare: " + (f"lr {chosen[0]:g}, wd {chosen[1]:g}\n" if chosen
+                                             else "not yet chosen (cells missing or running)\n"))
+            if chosen:
+                arms.append((method, chosen, arm_steps(mine, keep, ln, chosen)))
+        seeds = sorted(tuned)
+        rows = []
+        for method, (lr, wd), steps in arms:
+            if steps is tuned:
+                test = "-"
+            elif sorted(steps) != seeds:
+                test = f"stage 2: seeds {' '.join(map(str, sorted(steps))) or 'none'} run"
+            else:
+                test = "U {:g} / p {:.3f}".format(*mann_whitney(
+                    [steps[s] for s in seeds], [tuned[s] for s in seeds], "less"))
+            rows.append([f"{method} tuned", f"lr {lr:g}, wd {wd:g}",
+                         " / ".join(str(steps.get(s) or "-") for s in seeds), test])
+        print(f"{ln} ({name}), stage 2, seeds {' '.join(map(str, seeds))}: test loss <= 0.01 at, "
+              "every arm at the cell its stage 1 chose\n")
+        print(S.markdown(["arm", "cell", "per seed", "earlier than the tuned AdamW: "
+                          "Mann-Whitney U / p (one-sided)"], rows))
 
 
 # ---------------------------------------------------------------- the claims
@@ -216,31 +283,51 @@ def grokfast_claims():
 
 
 def tuned_claims():
+    """Each method against AdamW both ways the critics ask: as the papers run them (each arm at
+    its paper's setting, interventions.sh) and with equal tuning (each arm's cell chosen on the
+    same grid and tuning seed, tuned_adamw.sh and tuned_methods.sh)."""
     rows = []
+    step = lambda m, r: grok_step(m)
+    compared = f"seeds but {TUNING_SEED}"
     for ln, (copy, *_) in COMPARED.items():
+        model = LN_NAME[ln]
         lr, wd = TUNED[ln]
         tuned = Runs("tuned_adamw", where(
-            f"ln {ln}, lr {lr:g}, wd {wd:g}, seeds but {TUNING_SEED}",
+            f"ln {ln}, lr {lr:g}, wd {wd:g}, {compared}",
             lambda c, pick=field(ln=ln, lr=lr, wd=wd): pick(c) and c.seed != TUNING_SEED))
-        for name, keep in (("Grokfast EMA", field(grokfast="ema", lr=0.001)),
-                           ("⊥AdamW at its paper's wd 0", field(orthograd=True, wd=0.0)),
-                           ("Muon", field(optimizer="muon"))):
+        own = Runs(copy, field(**ADAMW, lr=0.001, wd=1.0), partial=True)
+        for name, (paper_keep, keep) in METHODS.items():
             rows.append(Claim(
-                paper=CRITICS, claim=f"{name} groks before AdamW with its lr and wd tuned "
-                                     f"({LN_NAME[ln]})",
+                paper=CRITICS, claim=f"{name} at its paper's setting groks before AdamW at its "
+                                     f"own ({model})",
                 value=f"{name} first", source="what the method's paper implies",
                 statistic="per-seed step to test loss 0.01", like=False,
-                differs="AdamW tuned on seed 5 over lr {1e-3, 3e-3, 6e-3} x wd {1, 3}; the "
-                        "method at its paper's settings" + (", on a Zen 5" if ln == "off" else ""),
-                section="tuned_adamw", test=order([Runs(copy, keep, partial=True), tuned],
-                                                  lambda m, r: grok_step(m))))
+                differs=f"this project's model ({model}), not the method's paper's; each arm at "
+                        "its paper's setting, untuned" + (", on a Zen 5" if ln == "off" else ""),
+                section="interventions" if ln == "pre" else "interventions_noln",
+                test=order([Runs(copy, paper_keep, partial=True), own], step)))
+            cell = TUNED_METHODS.get((ln, name))
+            if cell is None:
+                test = not_addressed(f"{name}'s cell on {model} is not yet chosen: "
+                                     "experiments/tuned_methods.sh stage 1")
+            else:
+                test = order([Runs("tuned_methods", where(
+                    f"ln {ln}, {keep}, lr {cell[0]:g}, wd {cell[1]:g}, {compared}",
+                    lambda c, keep=keep, ln=ln, cell=cell: keep(c) and c.ln == ln
+                    and (c.lr, c.wd) == cell and c.seed != TUNING_SEED)), tuned], step)
+            rows.append(Claim(
+                paper=CRITICS, claim=f"{name} tuned groks before AdamW tuned ({model})",
+                value=f"{name} first", source="what the method's paper implies",
+                statistic="per-seed step to test loss 0.01", like=True,
+                differs="like for like: every arm tuned on seed 5 over lr {1e-3, 3e-3, 6e-3} x "
+                        "wd {1, 3} (plus its paper's setting), compared on seeds 0-4",
+                section="tuned_methods", test=test))
     return rows
 
 
 CLAIMS = prieto_claims() + grokfast_claims() + tuned_claims()
 # the claims the verdicts' summary opens with (claims.py verdicts), as written above
-HEADLINES = [f"{name} groks before AdamW with its lr and wd tuned (M+A*)"
-             for name in ("Grokfast EMA", "Muon")]
+HEADLINES = [f"{name} tuned groks before AdamW tuned (M+A*)" for name in METHODS]
 INTERVENTIONS = "bash experiments/interventions.sh --list | bash"
 FIG1_RUNS = "bash experiments/interventions.sh --list | grep prieto_fig1 | bash"
 FIG2_RUNS = "bash experiments/interventions.sh --list | grep prieto_fig2 | bash"
@@ -248,6 +335,8 @@ MUL = "bash experiments/interventions.sh --list | grep -- '--op mul' | bash"
 SECTIONS = {
     "tuned_adamw": Section("A tuned AdamW beside the accelerators", "runs/tuned_adamw",
                            "bash experiments/tuned_adamw.sh", tuned_adamw, "tuned_adamw"),
+    "tuned_methods": Section("The accelerators tuned as AdamW was", "runs/tuned_methods",
+                             "bash experiments/tuned_methods.sh", tuned_methods, "tuned_methods"),
     "prieto": Section("Grokking accelerators in Prieto et al.'s own setting (their Fig. 1)",
                       "runs/prieto_fig1", FIG1_RUNS, metrics_table.main, "prieto_fig1"),
     "prieto_seeds": Section("Prieto et al.'s Fig. 1, seed by seed: when test accuracy reaches "

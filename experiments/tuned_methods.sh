@@ -7,12 +7,16 @@
 #      not reached test loss 0.01 by step 10000 is hopeless (AdamW's own cells: every one that
 #      generalized did by 4530).
 #   2. each method's cell that reaches test loss 0.01 first on seed 5 (a tie: the smaller lr, then
-#      wd), on seeds 0-4, as tuned_adamw.sh's stage 2.
-# Not yet run: stage 1 is 38 runs, about 6-12 CPU-hours on one thread of a 2-vCPU CPU.
+#      wd), on seeds 0-4, as tuned_adamw.sh's stage 2 (STAGE2 below, filled in once a method's
+#      grid is done: `python experiments/claims.py tuned_methods` prints the choice).
+# Stage 1 is 38 runs, about 6-12 CPU-hours on one thread of a 2-vCPU CPU.
 source "$(dirname "$0")/jobs.sh"
 OUT=runs/tuned_methods
 METHODS=("--grokfast ema --gf-alpha 0.98 --gf-lamb 2" "--orthograd" "--optimizer muon")
 R="--seed 5 --stop-after-grok 1000 --out $OUT"
+# stage 2: "placement|method|lr|wd", the cells stage 1 chose (accelerators.TUNED_METHODS)
+STAGE2=(
+)
 jobs() {
   for ln in pre off; do for method in "${METHODS[@]}"; do
     for lr in 0.001 0.003 0.006; do for wd in 1 3; do
@@ -20,6 +24,13 @@ jobs() {
     done; done
   done
   echo "python train.py --ln $ln --orthograd --wd 0 $R"
+  done
+  local cell ln method lr wd s
+  for cell in "${STAGE2[@]}"; do
+    IFS="|" read -r ln method lr wd <<< "$cell"
+    for s in 0 1 2 3 4; do
+      echo "python train.py --ln $ln $method --lr $lr --wd $wd --seed $s --stop-after-grok 1000 --out $OUT"
+    done
   done
 }
 run_jobs "$@"
