@@ -31,7 +31,8 @@ from measures import (FINAL, LLC_POINTS, MEASURES, llc_every, load_checkpoint_in
                       load_weights, run_context, run_llc)
 from model import build_model
 from runfiles import (GROK, KEYS, ArgumentParser, Stop, check_analysis, checkpoint_paths,
-                      first_below, load_checkpoint, load_metrics, load_npz, message, printable, save_atomic)
+                      first_below, load_checkpoint, load_metrics, load_npz, message, printable,
+                      save_atomic)
 from summary import grok_steps, group_runs, write_summary
 
 HERE = os.path.dirname(os.path.abspath(__file__))

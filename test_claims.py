@@ -586,8 +586,8 @@ def test_the_methods_tuned_cells_are_their_tuning_stage_choice():
                             capture_output=True, text=True).stdout.splitlines()
     stage2 = sorted(line for line in listed if " --seed 5 " not in line
                     and line.startswith("python train.py"))
-    flags = {"Grokfast EMA": "--grokfast ema --gf-alpha 0.98 --gf-lamb 2", "⊥AdamW": "--orthograd",
-             "Muon": "--optimizer muon"}
+    flags = {"Grokfast EMA": "--grokfast ema --gf-alpha 0.98 --gf-lamb 2",
+             "⊥AdamW": "--orthograd", "Muon": "--optimizer muon"}
     want = sorted(f"python train.py --ln {ln} {flags[name]} --lr {lr:g} --wd {wd:g} --seed {s} "
                   "--stop-after-grok 1000 --out runs/tuned_methods --auto-resume"
                   for (ln, name), (lr, wd) in accelerators.TUNED_METHODS.items()

@@ -210,7 +210,8 @@ GOOD = a_pack(CFG, **made_run(0, 1e-3, 400, budget=20)["metrics"])
 @pytest.mark.parametrize("data,expected", [
     (b"", "runs.npz: not a pack of runs (EOFError"),
     (GOOD[:len(GOOD) // 2], "runs.npz: not a pack of runs (BadZipFile"),
-    (a_pack(json.dumps({**RUN, "colour": 1}), step=np.arange(3)), "run r: not a run's config (ValueError: unknown"),
+    (a_pack(json.dumps({**RUN, "colour": 1}), step=np.arange(3)),
+     "run r: not a run's config (ValueError: unknown"),
     (a_pack("[]", step=np.arange(3)), "run r: not a run's config (TypeError: a JSON list"),
     (a_pack(json.dumps({**RUN, "frac": 2}), step=np.arange(3)),
      "run r: not a run's config (Stop: --frac 2"),
