@@ -193,14 +193,70 @@ def neuron_logit_map(model, cfg):
 
 def ntk(model, x):
     """Singh et al.'s empirical NTK K = J J^T, J the per-example gradient of the sum of all
-    logits (alpha included) with respect to every parameter."""
-    params = {k: v.detach() for k, v in model.named_parameters()}
+    logits (alpha included) with respect to every parameter: the sum over parameter blocks of
+    J_b J_b^T, those of nn.Linear and nn.Embedding weights from their factors (factored_ntk),
+    the others from per-example gradients."""
+    K, factored = factored_ntk(model, x)
+    params = {k: v.detach() for k, v in model.named_parameters() if k not in factored}
+    if not params:
+        return K
     def f(prm, xi):
-        return functional_call(model, prm, (xi[None],)).sum()
+        return functional_call(model, prm, (xi[None],)).sum()  # the rest at the model's own
     # chunks of 256 pairs bound the memory (a lone chunk unchunked: vmap would copy its output);
     # J J^T summed over parameter blocks: no concatenated copy of J (0.9 GB for Gu's 2 layers)
     J = vmap(grad(f), in_dims=(None, 0), chunk_size=256 if len(x) > 256 else None)(params, x)
-    return sum(b @ b.T for b in (j.flatten(1).double() for j in J.values()))
+    return K + sum(b @ b.T for b in (j.flatten(1).double() for j in J.values()))
+
+
+def factored_ntk(model, x):
+    """J_b J_b^T of the weights (and biases) of the model's nn.Linear and nn.Embedding modules,
+    summed, without per-example gradients: in one forward and backward of the summed logits
+    over the batch, each call of such a module records its input a and the gradient g at its
+    output, per example (row i of the batch is example i: eval mode, no batch statistics).
+    Example i's gradient of a Linear weight is sum_t g_it a_it^T over the positions t of its
+    calls, so (J J^T)_ij = sum_{t,s} (g_it . g_js)(a_it . a_js): (N T)^2 (in + out) products
+    instead of N^2 in out, and no per-example copy of the weight; an Embedding's is
+    sum_t onehot(a_it) g_it^T: sum_{t,s} [a_it = a_js] (g_it . g_js). A module whose weight
+    the forward also reads outside its call (tied) is left out: the batch's gradient of its
+    weight must be the sum of these per-example ones. Returns (K, names of the parameters
+    it covers)."""
+    mods = {n: m for n, m in model.named_modules()
+            if type(m) is nn.Linear or (type(m) is nn.Embedding and m.padding_idx is None
+                                        and m.max_norm is None and not m.scale_grad_by_freq)}
+    calls = {n: [] for n in mods}  # per module, (input, output) of each call
+    hooks = [m.register_forward_hook(lambda m, args, out, n=n: calls[n].append((args[0], out)))
+             for n, m in mods.items()]
+    try:
+        with torch.enable_grad():
+            logits = model(x)
+    finally:
+        for h in hooks:
+            h.remove()
+    called = [n for n in mods if calls[n]]
+    outs = [out for n in called for _, out in calls[n]]
+    weights = [mods[n].weight for n in called]
+    grads = iter(torch.autograd.grad(logits.sum(), outs + weights))
+    g_out = {n: [next(grads) for _ in calls[n]] for n in called}
+    N, K, covered = len(x), torch.zeros(len(x), len(x), dtype=torch.float64), set()
+    for n, g_w in zip(called, grads):
+        m = mods[n]
+        g = torch.cat([g.reshape(N, -1, g.shape[-1]) for g in g_out[n]], 1)  # (N, T, out)
+        if type(m) is nn.Embedding:
+            ids = torch.cat([a.reshape(N, -1) for a, _ in calls[n]], 1)      # (N, T)
+            per_pos = torch.zeros_like(g_w).index_add_(0, ids.flatten(), g.flatten(0, 1))
+            same = ids[:, :, None, None] == ids[None, None]                 # (N, T, N, T)
+        else:
+            a = torch.cat([a.reshape(N, -1, a.shape[-1]) for a, _ in calls[n]], 1)  # (N, T, in)
+            per_pos = torch.einsum("ntc,ntd->cd", g, a)
+            same = torch.einsum("itc,jsc->itjs", a.double(), a.double())
+        if (per_pos - g_w).norm() > fast.MATCHES * g_w.norm():  # tied (or float32): ntk's vmap
+            continue
+        g = g.double()
+        K += (torch.einsum("itc,jsc->itjs", g, g) * same).sum((1, 3))
+        if getattr(m, "bias", None) is not None:  # example i's bias gradient sum_t g_it
+            K += g.sum(1) @ g.sum(1).T
+        covered |= {f"{n}.{k}".lstrip(".") for k, _ in m.named_parameters(recurse=False)}
+    return K, covered
 
 
 def hessian_top(model, x, y, block, v0=None, iters=10):
