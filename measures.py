@@ -369,6 +369,7 @@ def run_context(cfg, model, final, llc=True):
     sym_class = torch.randint(cfg.p, (N_GRAD_SYM,), generator=g)  # any class, as Zhong et al.
     basis = fourier_basis(cfg.p)
     load_weights(model, final)
+    forward = grid_forward(model, x[attn_idx[:64]], y[attn_idx[:64]])
     keys = key_frequencies(frequency_norms(neuron_logit_map(model, cfg).detach(), basis))
     keys_embed = key_frequencies(frequency_norms(embedding(model, cfg).detach(), basis))
     # the Fourier-algorithm measures use the directions of a+b
@@ -376,7 +377,31 @@ def run_context(cfg, model, final, llc=True):
                                  y=y, valid=valid, train=train, test=valid & ~train,
                                  ntk_idx=ntk_idx,
                                  attn_idx=attn_idx, sym_idx=sym_idx, sym_class=sym_class,
-                                 basis=basis, keys=keys, keys_embed=keys_embed, llc=llc, memo={})
+                                 basis=basis, keys=keys, keys_embed=keys_embed, llc=llc, memo={},
+                                 forward=forward)
+
+
+def grid_forward(model, x, y):
+    """f(P, buffers, tokens, cache) -> logits in eval mode: the forward that load_checkpoint_into
+    runs over every pair. fast.py's table forward (one layer, or the MLP: about half the time
+    of model.py's, BENCHMARKS.md) where on the probe batch (x, y) it gives model.py's logits and
+    gradients (fast.check_forward) and the cache entries it has; else model.py's forward."""
+    fn = fast.forward_fn(model)
+    if fast.has_table(model.cfg):
+        ref = copy.deepcopy(model).double().eval()
+        P, buffers = dict(ref.named_parameters()), dict(ref.named_buffers())
+        want, got = {}, {}
+        with torch.no_grad():
+            ref(x, cache=want)
+            fn(P, buffers, x, train=False, cache=got)
+        with torch.enable_grad():  # analyze.py measures under no_grad
+            err = fast.check_forward(model, fn, x, y)
+        for k in got:
+            for g, w in zip(*(v if isinstance(v, list) else [v] for v in (got[k], want[k]))):
+                err = max(err, float((g - w).norm() / w.norm().clamp_min(1e-300)))
+        if err > fast.MATCHES:  # model.py edited: its own forward
+            fn = fast.forward_fn(model, fast=False)
+    return lambda P, buffers, tokens, cache: fn(P, buffers, tokens, train=False, cache=cache)
 
 
 def load_weights(model, ck):
@@ -393,12 +418,13 @@ def load_weights(model, ck):
 
 def load_checkpoint_into(c, model, ck):
     """c at checkpoint ck: the model in float64 and in eval mode (the trained function, no
-    dropout mask) and one forward over every pair."""
+    dropout mask) and one forward over every pair (c.forward: model.py's function)."""
     load_weights(model, ck)
     c.model = model.double().eval()
     c.step = ck["step"]
-    c.cache = {}
-    c.logits = c.model(c.x, cache=c.cache).double()
+    c.cache, c.shared = {}, {}
+    c.logits = c.forward(dict(c.model.named_parameters()), dict(c.model.named_buffers()), c.x,
+                         c.cache).double()
     c.L = c.logits[:, :c.p]
     c.E = embedding(c.model, c.cfg)
     c.E_b = embedding(c.model, c.cfg, 1)
@@ -408,7 +434,8 @@ def load_checkpoint_into(c, model, ck):
 # A measure is a function of the context c of one checkpoint: c.model (float64, at the
 # checkpoint), c.cfg, c.p, c.step; c.x, c.y every pair [a, b, '='] (row a*p + b) and its label;
 # masks c.train, c.test, c.valid; c.logits (one forward over every pair), c.L its first p
-# classes, c.cache that forward's cache; c.E the first operand's embedding (c.E_b the
+# classes, c.cache that forward's cache ("attn", "mlp_act", "resid"), c.shared values that
+# several measures of the checkpoint read (computed by the first); c.E the first operand's embedding (c.E_b the
 # second's), c.basis the Fourier basis, c.keys / c.keys_embed the key frequencies of W_L /
 # W_E, c.is_add; fixed example sets c.ntk_idx, c.attn_idx, c.sym_idx (pairs) with c.sym_class
 # (a class each); and c.memo, a dict kept over the run's checkpoints (for state such as the NTK
@@ -433,9 +460,11 @@ def attn_entropy_heads(c, average=False):
     fixed pairs, first block; transformer only."""
     if c.cfg.model != "transformer":
         return np.full(1, np.nan)
-    cache = {}
-    c.model.residuals(c.x[c.attn_idx], cache=cache)  # all 3 queries
-    w = cache["attn"][0]
+    if "attn" not in c.shared:  # one forward for the three entropy measures
+        cache = {}
+        c.model.residuals(c.x[c.attn_idx], cache=cache)  # all 3 queries
+        c.shared["attn"] = cache["attn"][0]
+    w = c.shared["attn"]
     return attention_entropy(w.mean(1, keepdim=True) if average else w).numpy()
 
 
