@@ -435,11 +435,12 @@ def load_checkpoint_into(c, model, ck):
 # checkpoint), c.cfg, c.p, c.step; c.x, c.y every pair [a, b, '='] (row a*p + b) and its label;
 # masks c.train, c.test, c.valid; c.logits (one forward over every pair), c.L its first p
 # classes, c.cache that forward's cache ("attn", "mlp_act", "resid"), c.shared values that
-# several measures of the checkpoint read (computed by the first); c.E the first operand's embedding (c.E_b the
-# second's), c.basis the Fourier basis, c.keys / c.keys_embed the key frequencies of W_L /
-# W_E, c.is_add; fixed example sets c.ntk_idx, c.attn_idx, c.sym_idx (pairs) with c.sym_class
-# (a class each); and c.memo, a dict kept over the run's checkpoints (for state such as the NTK
-# at the first checkpoint). It returns a number or an array of one shape at every checkpoint.
+# several measures of the checkpoint read (computed by the first); c.E the first operand's
+# embedding (c.E_b the second's), c.basis the Fourier basis, c.keys / c.keys_embed the key
+# frequencies of W_L / W_E, c.is_add; fixed example sets c.ntk_idx, c.attn_idx, c.sym_idx
+# (pairs) with c.sym_class (a class each); and c.memo, a dict kept over the run's checkpoints
+# (for state such as the NTK at the first checkpoint). It returns a number or an array of one
+# shape at every checkpoint.
 
 
 @dataclass(frozen=True)
