@@ -235,7 +235,8 @@ def factored_ntk(model, x):
     called = [n for n in mods if calls[n]]
     outs = [out for n in called for _, out in calls[n]]
     weights = [mods[n].weight for n in called]
-    grads = iter(torch.autograd.grad(logits.sum(), outs + weights))
+    grads = iter(torch.autograd.grad(logits.sum(), outs + weights, allow_unused=True,
+                                     materialize_grads=True))  # a call the logits do not read: 0
     g_out = {n: [next(grads) for _ in calls[n]] for n in called}
     N, K, covered = len(x), torch.zeros(len(x), len(x), dtype=torch.float64), set()
     for n, g_w in zip(called, grads):
