@@ -3,7 +3,7 @@ Progress measures of the four papers at every checkpoint of every run, then ever
 
     python analyze.py runs/              # every run folder below runs/, then the cross-run figures
     python analyze.py runs/ln-pre_s0     # one run
-    python analyze.py --no-llc runs/     # without the local learning coefficient (~1/5 the time)
+    python analyze.py --no-llc runs/     # without the local learning coefficient (~1/3 the time)
 
 Writes runs/<name>/analysis.npz (one row per checkpoint; keys in measures.py's MEASURES and
 FINAL, and README.md), runs/<name>/figures/*.png, and for a folder of runs runs/figures/*.png,
@@ -406,7 +406,7 @@ def main(argv=None):
     ap.add_argument("--no-llc", dest="llc", action="store_false",
                     help="skip the local learning coefficient (llc, llc_chains: NaN) at the "
                     f"up to {LLC_POINTS} + 1 checkpoints a run that take it: SGLD chains, about "
-                    "a fifth of a run's analysis on a CPU (BENCHMARKS.md)")
+                    "a third of a run's analysis on a CPU (BENCHMARKS.md)")
     args = ap.parse_args(argv)
     root = args.root
     if not os.path.isdir(root):

@@ -36,14 +36,16 @@ def norm(cfg, P, name, x):
     return F.rms_norm(x, (cfg.d_model,), P[name + ".weight"], cfg.ln_eps)
 
 
-def transformer_table(cfg, name, P, alpha, tokens, train=True):
+def transformer_table(cfg, name, P, alpha, tokens, train=True, cache=None):
     """model.Transformer's logits for one layer. The loss is read at the last position, so
     only that position needs a query, MLP and unembedding, and every value before the
     attention mix depends on (token, position) alone: keys, values and scores are computed
     once per step on the 3 x (p+1) table of possible rows and gathered per example.
     F.embedding gathers, because its backward is a fast dense scatter (advanced indexing's
     index_put_ backward is slow). Position 2 always holds '=': one query, key and value row.
-    name(role): the name of the parameter of that role (the model's NAMES; block 0's)."""
+    name(role): the name of the parameter of that role (the model's NAMES; block 0's). A dict
+    as cache gets what model.py's forward puts there that the measures read: "attn" (N, H, 1,
+    3), "mlp_act", "resid"."""
     place, act = LN_PLACEMENTS[cfg.ln], ACTS[cfg.act]
     H, d = cfg.n_heads, cfg.d_model
     dh = d // H
@@ -61,6 +63,8 @@ def transformer_table(cfg, name, P, alpha, tokens, train=True):
     s = torch.stack([F.embedding(a, scores[0]), F.embedding(b, scores[1]),
                      scores[2, eq].expand(len(a), H)], -1)              # (N, H, 3)
     w = s.softmax(-1)
+    if cache is not None:
+        cache["attn"] = [w[:, :, None]]                                 # the one query row
     z = (w[..., 0, None] * F.embedding(a, v[0]).view(-1, H, dh)
          + w[..., 1, None] * F.embedding(b, v[1]).view(-1, H, dh)
          + w[..., 2, None] * v[2, eq].view(H, dh))                      # (N, H, dh)
@@ -74,15 +78,18 @@ def transformer_table(cfg, name, P, alpha, tokens, train=True):
     x = x + F.linear(h, P[name("fc2")], P[name("fc2_bias")])
     if place.post:
         x = norm(cfg, P, name("ln2"), x)
+    if cache is not None:
+        cache["mlp_act"], cache["resid"] = h, x
     return alpha * (x @ P[name("readout")])
 
 
-def mlp_table(cfg, name, P, alpha, tokens, train=True):
+def mlp_table(cfg, name, P, alpha, tokens, train=True, cache=None):
     """model.EmbedMLP's logits. The first layer is linear in each input token's vector,
     fc1([u_a, u_b]) = W_a u_a + W_b u_b + bias, so it runs on the tables E W_a^T and E W_b^T
     (one-hot input: the columns of W themselves) gathered per example, instead of an
     (N, 2d) x (2d, d_mlp) product. With --mlp-eq, '=' is a third input and W a third block.
-    name(role, i): the name of the parameter of that role (the model's NAMES; layer i's)."""
+    name(role, i): the name of the parameter of that role (the model's NAMES; layer i's).
+    A dict as cache gets "mlp_act" and "resid" as model.py's forward puts them there."""
     n_in = 3 if cfg.mlp_eq else 2
     W = P[name("first")].chunk(n_in, dim=1)                 # one block of columns per input
     if cfg.embed == "learned":
@@ -94,8 +101,12 @@ def mlp_table(cfg, name, P, alpha, tokens, train=True):
     if cfg.bias:
         h = h + P[name("first_bias")]
     h = act(h)
+    if cache is not None:
+        cache["mlp_act"] = h
     for i in range(cfg.n_layers - 1):
         h = act(F.linear(h, P[name("hidden", i)], P.get(name("hidden_bias", i))))
+    if cache is not None:
+        cache["resid"] = h
     return alpha * F.linear(h, P[name("readout")], P.get(name("readout_bias")))
 
 
@@ -104,18 +115,20 @@ def has_table(cfg):
 
 
 def forward_fn(model, fast=True):
-    """f(P, buffers, tokens, train=True) -> logits: the table forward of the model's family
-    where it has one and fast is on (one layer, or the MLP), else model.py's forward itself
-    (train=False: in eval mode, no dropout)."""
+    """f(P, buffers, tokens, train=True, cache=None) -> logits: the table forward of the
+    model's family where it has one and fast is on (one layer, or the MLP), else model.py's
+    forward itself (train=False: in eval mode, no dropout; a dict as cache: model.py's cache,
+    or what of it the table forward has)."""
     cfg = model.cfg
     if fast and has_table(cfg):
         table = mlp_table if cfg.model == "mlp" else transformer_table
         name = functools.partial(param_name, model)
-        return lambda P, buffers, x, train=True: table(cfg, name, P, buffers["alpha"], x, train)
+        return lambda P, buffers, x, train=True, cache=None: table(
+            cfg, name, P, buffers["alpha"], x, train, cache)
     base = copy.deepcopy(model).to("meta")  # the code; the parameters come in P
 
-    def reference(P, buffers, x, train=True):
-        return functional_call(base.train(train), (P, buffers), (x,))
+    def reference(P, buffers, x, train=True, cache=None):
+        return functional_call(base.train(train), (P, buffers), (x,), dict(cache=cache))
     return reference
 
 

@@ -193,14 +193,71 @@ def neuron_logit_map(model, cfg):
 
 def ntk(model, x):
     """Singh et al.'s empirical NTK K = J J^T, J the per-example gradient of the sum of all
-    logits (alpha included) with respect to every parameter."""
-    params = {k: v.detach() for k, v in model.named_parameters()}
+    logits (alpha included) with respect to every parameter: the sum over parameter blocks of
+    J_b J_b^T, those of nn.Linear and nn.Embedding weights from their factors (factored_ntk),
+    the others from per-example gradients."""
+    K, factored = factored_ntk(model, x)
+    params = {k: v.detach() for k, v in model.named_parameters() if k not in factored}
+    if not params:
+        return K
     def f(prm, xi):
-        return functional_call(model, prm, (xi[None],)).sum()
+        return functional_call(model, prm, (xi[None],)).sum()  # the rest at the model's own
     # chunks of 256 pairs bound the memory (a lone chunk unchunked: vmap would copy its output);
     # J J^T summed over parameter blocks: no concatenated copy of J (0.9 GB for Gu's 2 layers)
     J = vmap(grad(f), in_dims=(None, 0), chunk_size=256 if len(x) > 256 else None)(params, x)
-    return sum(b @ b.T for b in (j.flatten(1).double() for j in J.values()))
+    return K + sum(b @ b.T for b in (j.flatten(1).double() for j in J.values()))
+
+
+def factored_ntk(model, x):
+    """J_b J_b^T of the weights (and biases) of the model's nn.Linear and nn.Embedding modules,
+    summed, without per-example gradients: in one forward and backward of the summed logits
+    over the batch, each call of such a module records its input a and the gradient g at its
+    output, per example (row i of the batch is example i: eval mode, no batch statistics).
+    Example i's gradient of a Linear weight is sum_t g_it a_it^T over the positions t of its
+    calls, so (J J^T)_ij = sum_{t,s} (g_it . g_js)(a_it . a_js): (N T)^2 (in + out) products
+    instead of N^2 in out, and no per-example copy of the weight; an Embedding's is
+    sum_t onehot(a_it) g_it^T: sum_{t,s} [a_it = a_js] (g_it . g_js). A module whose weight
+    the forward also reads outside its call (tied) is left out: the batch's gradient of its
+    weight must be the sum of these per-example ones. Returns (K, names of the parameters
+    it covers)."""
+    mods = {n: m for n, m in model.named_modules()
+            if type(m) is nn.Linear or (type(m) is nn.Embedding and m.padding_idx is None
+                                        and m.max_norm is None and not m.scale_grad_by_freq)}
+    calls = {n: [] for n in mods}  # per module, (input, output) of each call
+    hooks = [m.register_forward_hook(lambda m, args, out, n=n: calls[n].append((args[0], out)))
+             for n, m in mods.items()]
+    try:
+        with torch.enable_grad():
+            logits = model(x)
+    finally:
+        for h in hooks:
+            h.remove()
+    called = [n for n in mods if calls[n]]
+    outs = [out for n in called for _, out in calls[n]]
+    weights = [mods[n].weight for n in called]
+    grads = iter(torch.autograd.grad(logits.sum(), outs + weights, allow_unused=True,
+                                     materialize_grads=True))  # a call the logits do not read: 0
+    g_out = {n: [next(grads) for _ in calls[n]] for n in called}
+    N, K, covered = len(x), torch.zeros(len(x), len(x), dtype=torch.float64), set()
+    for n, g_w in zip(called, grads):
+        m = mods[n]
+        g = torch.cat([g.reshape(N, -1, g.shape[-1]) for g in g_out[n]], 1)  # (N, T, out)
+        if type(m) is nn.Embedding:
+            ids = torch.cat([a.reshape(N, -1) for a, _ in calls[n]], 1)      # (N, T)
+            per_pos = torch.zeros_like(g_w).index_add_(0, ids.flatten(), g.flatten(0, 1))
+            same = ids[:, :, None, None] == ids[None, None]                 # (N, T, N, T)
+        else:
+            a = torch.cat([a.reshape(N, -1, a.shape[-1]) for a, _ in calls[n]], 1)  # (N, T, in)
+            per_pos = torch.einsum("ntc,ntd->cd", g, a)
+            same = torch.einsum("itc,jsc->itjs", a.double(), a.double())
+        if (per_pos - g_w).norm() > fast.MATCHES * g_w.norm():  # tied (or float32): ntk's vmap
+            continue
+        g = g.double()
+        K += (torch.einsum("itc,jsc->itjs", g, g) * same).sum((1, 3))
+        if getattr(m, "bias", None) is not None:  # example i's bias gradient sum_t g_it
+            K += g.sum(1) @ g.sum(1).T
+        covered |= {f"{n}.{k}".lstrip(".") for k, _ in m.named_parameters(recurse=False)}
+    return K, covered
 
 
 def hessian_top(model, x, y, block, v0=None, iters=10):
@@ -313,6 +370,7 @@ def run_context(cfg, model, final, llc=True):
     sym_class = torch.randint(cfg.p, (N_GRAD_SYM,), generator=g)  # any class, as Zhong et al.
     basis = fourier_basis(cfg.p)
     load_weights(model, final)
+    forward = grid_forward(model, x[attn_idx[:64]], y[attn_idx[:64]])
     keys = key_frequencies(frequency_norms(neuron_logit_map(model, cfg).detach(), basis))
     keys_embed = key_frequencies(frequency_norms(embedding(model, cfg).detach(), basis))
     # the Fourier-algorithm measures use the directions of a+b
@@ -320,7 +378,31 @@ def run_context(cfg, model, final, llc=True):
                                  y=y, valid=valid, train=train, test=valid & ~train,
                                  ntk_idx=ntk_idx,
                                  attn_idx=attn_idx, sym_idx=sym_idx, sym_class=sym_class,
-                                 basis=basis, keys=keys, keys_embed=keys_embed, llc=llc, memo={})
+                                 basis=basis, keys=keys, keys_embed=keys_embed, llc=llc, memo={},
+                                 forward=forward)
+
+
+def grid_forward(model, x, y):
+    """f(P, buffers, tokens, cache) -> logits in eval mode: the forward that load_checkpoint_into
+    runs over every pair. fast.py's table forward (one layer, or the MLP: about half the time
+    of model.py's, BENCHMARKS.md) where on the probe batch (x, y) it gives model.py's logits and
+    gradients (fast.check_forward) and the cache entries it has; else model.py's forward."""
+    fn = fast.forward_fn(model)
+    if fast.has_table(model.cfg):
+        ref = copy.deepcopy(model).double().eval()
+        P, buffers = dict(ref.named_parameters()), dict(ref.named_buffers())
+        want, got = {}, {}
+        with torch.no_grad():
+            ref(x, cache=want)
+            fn(P, buffers, x, train=False, cache=got)
+        with torch.enable_grad():  # analyze.py measures under no_grad
+            err = fast.check_forward(model, fn, x, y)
+        for k in got:
+            for g, w in zip(*(v if isinstance(v, list) else [v] for v in (got[k], want[k]))):
+                err = max(err, float((g - w).norm() / w.norm().clamp_min(1e-300)))
+        if err > fast.MATCHES:  # model.py edited: its own forward
+            fn = fast.forward_fn(model, fast=False)
+    return lambda P, buffers, tokens, cache: fn(P, buffers, tokens, train=False, cache=cache)
 
 
 def load_weights(model, ck):
@@ -337,12 +419,13 @@ def load_weights(model, ck):
 
 def load_checkpoint_into(c, model, ck):
     """c at checkpoint ck: the model in float64 and in eval mode (the trained function, no
-    dropout mask) and one forward over every pair."""
+    dropout mask) and one forward over every pair (c.forward: model.py's function)."""
     load_weights(model, ck)
     c.model = model.double().eval()
     c.step = ck["step"]
-    c.cache = {}
-    c.logits = c.model(c.x, cache=c.cache).double()
+    c.cache, c.shared = {}, {}
+    c.logits = c.forward(dict(c.model.named_parameters()), dict(c.model.named_buffers()), c.x,
+                         c.cache).double()
     c.L = c.logits[:, :c.p]
     c.E = embedding(c.model, c.cfg)
     c.E_b = embedding(c.model, c.cfg, 1)
@@ -352,11 +435,13 @@ def load_checkpoint_into(c, model, ck):
 # A measure is a function of the context c of one checkpoint: c.model (float64, at the
 # checkpoint), c.cfg, c.p, c.step; c.x, c.y every pair [a, b, '='] (row a*p + b) and its label;
 # masks c.train, c.test, c.valid; c.logits (one forward over every pair), c.L its first p
-# classes, c.cache that forward's cache; c.E the first operand's embedding (c.E_b the
-# second's), c.basis the Fourier basis, c.keys / c.keys_embed the key frequencies of W_L /
-# W_E, c.is_add; fixed example sets c.ntk_idx, c.attn_idx, c.sym_idx (pairs) with c.sym_class
-# (a class each); and c.memo, a dict kept over the run's checkpoints (for state such as the NTK
-# at the first checkpoint). It returns a number or an array of one shape at every checkpoint.
+# classes, c.cache that forward's cache ("attn", "mlp_act", "resid"), c.shared values that
+# several measures of the checkpoint read (computed by the first); c.E the first operand's
+# embedding (c.E_b the second's), c.basis the Fourier basis, c.keys / c.keys_embed the key
+# frequencies of W_L / W_E, c.is_add; fixed example sets c.ntk_idx, c.attn_idx, c.sym_idx
+# (pairs) with c.sym_class (a class each); and c.memo, a dict kept over the run's checkpoints
+# (for state such as the NTK at the first checkpoint). It returns a number or an array of one
+# shape at every checkpoint.
 
 
 @dataclass(frozen=True)
@@ -377,9 +462,11 @@ def attn_entropy_heads(c, average=False):
     fixed pairs, first block; transformer only."""
     if c.cfg.model != "transformer":
         return np.full(1, np.nan)
-    cache = {}
-    c.model.residuals(c.x[c.attn_idx], cache=cache)  # all 3 queries
-    w = cache["attn"][0]
+    if "attn" not in c.shared:  # one forward for the three entropy measures
+        cache = {}
+        c.model.residuals(c.x[c.attn_idx], cache=cache)  # all 3 queries
+        c.shared["attn"] = cache["attn"][0]
+    w = c.shared["attn"]
     return attention_entropy(w.mean(1, keepdim=True) if average else w).numpy()
 
 

@@ -368,6 +368,44 @@ def test_a_dropout_run_is_measured_without_dropout(tmp_path):
                                   a["test_loss"])
 
 
+@pytest.mark.parametrize("kw", [dict(), dict(ln="post", dropout=0.5),
+                                dict(model="mlp", embed="onehot", n_layers=2, mlp_eq=True)])
+def test_the_table_forward_over_every_pair_measures_what_model_py_s_does(tmp_path, monkeypatch,
+                                                                          kw):
+    """Every column of an analysis, the grid's forward on fast.py's table forward (one layer, or
+    the MLP) and on model.py's, on a trained tiny run."""
+    run = str(tiny_run(tmp_path, "r", **kw))
+    cfg = A.run_config(run)
+    cks = A.run_checkpoints(run, cfg, print)
+    with torch.no_grad():
+        fast_res = A.measure(cfg, cks, llc=False)
+        monkeypatch.setattr(M.fast, "has_table", lambda cfg: False)
+        ref = A.measure(cfg, cks, llc=False)
+    assert fast_res.keys() == ref.keys()
+    for k in ref:
+        np.testing.assert_allclose(fast_res[k], ref[k], rtol=1e-9, atol=1e-12, err_msg=k)
+
+
+def test_the_grid_forward_is_model_py_s_where_the_table_caches_otherwise(monkeypatch):
+    cfg = Config(p=P, d_model=32, d_mlp=64)
+    model = build_model(cfg)
+    x, y, _ = M.all_pairs(cfg)
+    P_, B = dict(model.double().named_parameters()), dict(model.named_buffers())
+    table = M.fast.transformer_table
+
+    def edited(*args):  # its logits and gradients model.py's, its features not
+        out = table(*args)
+        if args[-1] is not None:
+            args[-1]["resid"] = 2 * args[-1]["resid"]
+        return out
+    for f in (table, edited):
+        monkeypatch.setattr(M.fast, "transformer_table", f)
+        got, want = {}, {}
+        M.grid_forward(model, x[:64], y[:64])(P_, B, x[:64], got)
+        model(x[:64], cache=want)
+        torch.testing.assert_close(got["resid"], want["resid"])  # edited: model.py's forward
+
+
 def test_baseline_lr_on_a_tie_is_the_default():
     cfg = lambda **kw: [(None, Config(**kw), None, None)]  # one run per lr: a three-way tie
     groups = {"ma-lr": cfg(grokfast="ma", lr=1.6e-4), "lr6": cfg(lr=6e-3), "base": cfg()}

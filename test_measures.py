@@ -288,18 +288,42 @@ def test_effective_rank_and_rank():
 
 
 @pytest.mark.filterwarnings("error")  # e.g. vmap falling back to a per-example loop
-@pytest.mark.parametrize("n_layers", [1, 2])
-def test_ntk_equals_explicit_per_example_gradients(n_layers):
-    cfg = Config(p=7, d_model=8, n_heads=2, d_mlp=16, n_layers=n_layers, dtype="float64")
-    model = build_model(cfg)
-    x = torch.tensor([[1, 2, 7], [3, 4, 7], [6, 0, 7]])
+@pytest.mark.parametrize("kw", [dict(n_layers=1), dict(n_layers=2), dict(ln="post", causal=True),
+                                dict(norm="rmsnorm", ln="mlp-pre", alpha=2.0),
+                                dict(model="mlp"), dict(model="mlp", embed="onehot", bias=False),
+                                dict(model="mlp", embed="onehot", n_layers=2, mlp_eq=True)])
+def test_ntk_equals_explicit_per_example_gradients(kw):
+    # Linear and Embedding weights by their factors (measures.factored_ntk), the rest by vmap
+    cfg = Config(**{**dict(p=7, d_model=8, n_heads=2, d_mlp=16, dtype="float64"), **kw})
+    model = build_model(cfg).eval()
+    x = torch.tensor([[1, 2, 7], [3, 4, 7], [6, 0, 7], [1, 1, 7]])
     rows = []
     for xi in x:  # Singh et al.: the gradient of the sum of all logits, every parameter
         model.zero_grad()
-        model(xi[None]).sum().backward()
-        rows.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
-    J = torch.stack(rows)
+        model(xi[None]).sum().backward()  # an LN the placement leaves out: no gradient, 0
+        rows.append(torch.cat([torch.zeros(p.numel()) if p.grad is None else p.grad.flatten()
+                               for p in model.parameters()]))
+    J = torch.stack(rows).double()
     assert J.shape[1] == sum(p.numel() for p in model.parameters())
+    torch.testing.assert_close(M.ntk(model, x), J @ J.T)
+
+
+def test_ntk_of_a_tied_weight_is_per_example_gradients():
+    class Tied(torch.nn.Module):  # the Linear's weight read outside its call too
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(3, 3)
+
+        def forward(self, x):
+            return self.lin(x).tanh() @ self.lin.weight
+    model = Tied().double()
+    x = torch.randn(4, 3, dtype=torch.float64)
+    K, covered = M.factored_ntk(model, x)
+    assert covered == set() and not K.any()
+    J = torch.func.vmap(torch.func.jacrev(lambda w, b, xi: torch.func.functional_call(
+        model, {"lin.weight": w, "lin.bias": b}, (xi[None],)).sum(), (0, 1)),
+        in_dims=(None, None, 0))(model.lin.weight, model.lin.bias, x)
+    J = torch.cat([j.flatten(1) for j in J], 1)
     torch.testing.assert_close(M.ntk(model, x), J @ J.T)
 
 
