@@ -97,7 +97,8 @@ def neuron_frequencies(acts, basis):
     Returns per neuron the frequency with the largest share, and that share."""
     p = basis.shape[0]
     A = acts.double().reshape(p, p, -1)
-    F2 = torch.einsum("ia,jb,abn->ijn", basis, basis, A - A.mean((0, 1)))  # (p, p, neurons)
+    # two products: torch evaluates the three-operand einsum in an order ~25x slower here
+    F2 = torch.einsum("jb,ibn->ijn", basis, torch.einsum("ia,abn->ibn", basis, A - A.mean((0, 1))))
     shares = []
     for k in range(1, p // 2 + 1):
         rows = [i for i in (0, 2 * k - 1, 2 * k) if i < p]  # even p: p/2 has no sine row
