@@ -143,9 +143,11 @@ def tuned_adamw(root):
 
 
 def arm_steps(runs, keep, ln, cell):
-    """{seed: step of test loss <= 0.01, or None} of one arm's cell on the compared seeds."""
+    """{seed: step of test loss <= 0.01, or None: never} of one arm's cell on the compared
+    seeds, those whose outcome is known (a run still going below its budget is left out)."""
     return {cfg.seed: grok_step(m) for cfg, m, _ in runs.values() if keep(cfg) and cfg.ln == ln
-            and (cfg.lr, cfg.wd) == cell and cfg.seed != TUNING_SEED}
+            and (cfg.lr, cfg.wd) == cell and cfg.seed != TUNING_SEED
+            and (grok_step(m) is not None or m["step"][-1] >= cfg.steps)}
 
 
 def tuned_methods(root):
@@ -178,12 +180,13 @@ def tuned_methods(root):
             if steps is tuned:
                 test = "-"
             elif sorted(steps) != seeds:
-                test = f"stage 2: seeds {' '.join(map(str, sorted(steps))) or 'none'} run"
+                test = f"stage 2: seeds {' '.join(map(str, sorted(steps))) or 'none'} done"
             else:
                 test = "U {:g} / p {:.3f}".format(*mann_whitney(
                     [steps[s] for s in seeds], [tuned[s] for s in seeds], "less"))
             rows.append([f"{method} tuned", f"lr {lr:g}, wd {wd:g}",
-                         " / ".join(str(steps.get(s) or "-") for s in seeds), test])
+                         " / ".join(str(steps[s] or "never") if s in steps else "-"
+                                    for s in seeds), test])
         print(f"{ln} ({name}), stage 2, seeds {' '.join(map(str, seeds))}: test loss <= 0.01 at, "
               "every arm at the cell its stage 1 chose\n")
         print(S.markdown(["arm", "cell", "per seed", "earlier than the tuned AdamW: "
