@@ -17,6 +17,7 @@ R="--seed 5 --stop-after-grok 1000 --out $OUT"
 # stage 2: "placement|method|lr|wd", the cells stage 1 chose (accelerators.TUNED_METHODS)
 STAGE2=(
   "pre|--grokfast ema --gf-alpha 0.98 --gf-lamb 2|0.003|1"
+  "pre|--orthograd|0.001|1"
 )
 jobs() {
   for ln in pre off; do for method in "${METHODS[@]}"; do
