@@ -62,11 +62,11 @@ def disk_full(e):
                                             or "No space left" in str(e))
 
 
-def save_atomic(obj, path):
+def save_atomic(obj, path, compress=True):
     """Write to a temp file of this process and rename, so that a crash or a kill never leaves a
     half-written file, nor a second writer a mix. A str: text (a JSON file's too, as pack.py
-    unpacks it); .npz: a dict of arrays; .json: JSON; else torch.save. A failure removes the
-    temp file and raises Stop."""
+    unpacks it); .npz: a dict of arrays, compressed unless compress is False; .json: JSON; else
+    torch.save. A failure removes the temp file and raises Stop."""
     tmp = f"{path}.{os.getpid()}.tmp"
     try:
         if isinstance(obj, str):
@@ -74,7 +74,7 @@ def save_atomic(obj, path):
                 f.write(obj)
         elif path.endswith(".npz"):  # compressed: run folders get copied (reproduction/, a GPU's)
             with open(tmp, "wb") as f:
-                np.savez_compressed(f, **obj)
+                (np.savez_compressed if compress else np.savez)(f, **obj)
         elif path.endswith(".json"):
             with open(tmp, "w") as f:
                 json.dump(obj, f, indent=1)

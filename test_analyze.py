@@ -39,7 +39,16 @@ def tiny_run(root, name, **kw):
     return root / name
 
 
-def test_analyze_folder_of_runs_and_skip_bad_ones(tmp_path, capsys):
+def short_sgld(monkeypatch):
+    """SGLD chains of 5 + 10 steps, for a test of the analysis around the LLC (test_measures
+    tests its value, test_no_llc_... runs it at its settings): 150 steps at each of a tiny
+    run's checkpoints were most of such a test's time."""
+    monkeypatch.setattr(M, "LLC_BURNIN", 5)
+    monkeypatch.setattr(M, "LLC_DRAWS", 10)
+
+
+def test_analyze_folder_of_runs_and_skip_bad_ones(tmp_path, capsys, monkeypatch):
+    short_sgld(monkeypatch)
     for s in (0, 1):
         tiny_run(tmp_path, f"pre_s{s}", seed=s)
         tiny_run(tmp_path, f"off_s{s}", seed=s, ln="off")
@@ -121,7 +130,9 @@ def test_analyze_folder_of_runs_and_skip_bad_ones(tmp_path, capsys):
     assert os.path.getmtime(tmp_path / "pre_s0" / "analysis.npz") == mtime
 
 
-def test_analyze_skips_the_one_bad_file_or_run_says_which_and_goes_on(tmp_path, capsys):
+def test_analyze_skips_the_one_bad_file_or_run_says_which_and_goes_on(tmp_path, capsys,
+                                                                      monkeypatch):
+    short_sgld(monkeypatch)
     first = tiny_run(tmp_path, "files")
     for name in ("cache", "metrics", "name"):
         shutil.copytree(first, tmp_path / name)
@@ -331,6 +342,7 @@ def embed_max(E):
 
 def test_a_new_measure_is_one_registry_entry_in_analysis_summary_and_figure(tmp_path,
                                                                            monkeypatch):
+    short_sgld(monkeypatch)
     run = tiny_run(tmp_path, "mlp_s0", model="mlp")
     before = A.analyse_run(str(run), log=lambda *a: None)
     monkeypatch.setitem(M.MEASURES, "embed_max", M.Measure(
@@ -353,9 +365,10 @@ def test_a_new_measure_is_one_registry_entry_in_analysis_summary_and_figure(tmp_
     assert (tmp_path / "figures" / "embed_max_by_config.png").stat().st_size > 10000
 
 
-def test_a_dropout_run_is_measured_without_dropout(tmp_path):
+def test_a_dropout_run_is_measured_without_dropout(tmp_path, monkeypatch):
     """The measures read the trained function: the analysis's test loss at each checkpoint is
     the one training evaluated (no mask), the same whatever the random state."""
+    short_sgld(monkeypatch)
     run = str(tiny_run(tmp_path, "drop", dropout=0.5))
     m = dict(np.load(os.path.join(run, "metrics.npz")))
     torch.manual_seed(1)

@@ -6,8 +6,9 @@ nothing left behind). A reviewer adds a case by adding a row.
 
 In each row, {root} (in argv and in what the error says) is a folder holding a finished tiny
 run, {root}/r (train.py --p 7 --steps 20, checkpoints at 0, 10, 20), after `setup` has broken it.
-Rows of train.py, analyze.py and bench.py run their main() in this process; the other scripts
-run as commands.
+Every row runs in this process, as its command would (train.py, analyze.py and bench.py by
+their main(), the other scripts by runpy as __main__); test_train.py and test_tl_export.py run
+such a bad input as a real command too.
 
     python -m pytest -q test_errors.py
 """
@@ -15,9 +16,11 @@ import errno
 import hashlib
 import json
 import os
+import runpy
 import shutil
 import subprocess
 import sys
+import traceback
 
 import numpy as np
 import pytest
@@ -322,20 +325,28 @@ def snapshot(root):
     return out
 
 
-def run(script, argv, capsys):
-    """(exit status, stdout, stderr) of a script's run, in this process where it has a main()."""
-    if script not in MAINS:
-        r = subprocess.run([sys.executable, script, *argv], cwd=HERE, capture_output=True,
-                           text=True, errors="backslashreplace", timeout=300)
-        return r.returncode, r.stdout, r.stderr
+def run(script, argv, capsys, monkeypatch):
+    """(exit status, stdout, stderr) of `python script argv`, run in this process (an interpreter
+    and torch started for each of the 130 rows were most of this file's time): train.py,
+    analyze.py and bench.py by their main(), the others as __main__ by runpy, from the
+    repository's root as the command is run. An exception that escapes prints its traceback,
+    as the interpreter would."""
     capsys.readouterr()
+    monkeypatch.chdir(HERE)
+    monkeypatch.setattr(sys, "argv", [script, *argv])
     try:
-        MAINS[script](argv)
+        if script in MAINS:
+            MAINS[script](argv)
+        else:
+            runpy.run_path(os.path.join(HERE, script), run_name="__main__")
         status = 0
     except SystemExit as e:  # sys.exit("error: ...") prints its text on stderr at exit
-        status = e.code if isinstance(e.code, int) else 1
+        status = e.code if isinstance(e.code, int) else 0 if e.code is None else 1
         if isinstance(e.code, str):
             print(e.code, file=sys.stderr)
+    except Exception:
+        traceback.print_exc()
+        status = 1
     out = capsys.readouterr()
     return status, out.out, out.err
 
@@ -343,12 +354,13 @@ def run(script, argv, capsys):
 @pytest.mark.parametrize("script,setup,argv,expected", CASES,
                          ids=[f"{c[0]}:{' '.join(c[2])[-60:]}" for c in CASES])
 def test_a_bad_input_is_one_line_and_damages_nothing(script, setup, argv, expected, finished,
-                                                     tmp_path, capsys):
+                                                     tmp_path, capsys, monkeypatch):
     root = tmp_path / "root"
     shutil.copytree(finished, root)
     setup(str(root))
     before = snapshot(root)
-    status, out, err = run(script, [a.replace("{root}", str(root)) for a in argv], capsys)
+    status, out, err = run(script, [a.replace("{root}", str(root)) for a in argv], capsys,
+                           monkeypatch)
     assert status != 0, err
     assert "Traceback" not in err, err
     lines = err.strip().splitlines()

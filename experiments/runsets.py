@@ -124,7 +124,7 @@ def run_folder(root):
     if root not in UNPACKED:
         tmp = tempfile.mkdtemp(prefix="verdicts_")
         atexit.register(shutil.rmtree, tmp, True)
-        pack.unpack(os.path.join(root, pack.PACK), tmp)
+        pack.unpack(os.path.join(root, pack.PACK), tmp, compress=False)
         UNPACKED[root] = tmp
     return UNPACKED[root]
 
