@@ -595,7 +595,7 @@ def test_the_methods_tuned_cells_are_their_tuning_stage_choice():
     assert stage2 == want
 
 
-def test_tuning_grid_chooses_the_first_cell_to_generalize_once_every_cell_is_done():
+def test_tuning_grid_chooses_the_first_cell_to_generalize_once_every_cell_is_decided():
 
     def run(ln, lr, wd, grok, last=10000):
         step = np.arange(0, last + 1, 10)
@@ -608,10 +608,17 @@ def test_tuning_grid_chooses_the_first_cell_to_generalize_once_every_cell_is_don
     header, rows, chosen = accelerators.tuning_grid(runs, cells)
     assert chosen == (1e-3, 3.0)  # 2000 twice: the smaller lr
     assert rows == [["0.001", "3000", "2000"], ["0.003", "not reached in 10000", "2000"]]
-    runs["b"] = run("pre", 3e-3, 1.0, None, last=5000)  # still running: no choice yet
+    runs["b"] = run("pre", 3e-3, 1.0, None, last=1500)  # running short of 2000: no choice yet
     assert accelerators.tuning_grid(runs, cells)[2] is None
+    assert accelerators.tuning_grid(runs, cells)[1][1][1] == "running (step 1500 of 10000)"
+    # stopped past the first crossing (2000) without crossing: out, the choice as at its budget
+    runs["b"] = run("pre", 3e-3, 1.0, None, last=2000)
+    header, rows, chosen = accelerators.tuning_grid(runs, cells)
+    assert chosen == (1e-3, 3.0) and rows[1][1] == "not by 2000 (stopped: past 2000)"
+    runs["c"] = run("pre", 1e-3, 3.0, None, last=3000)  # then 3000 is not the first: 2000 is
+    assert accelerators.tuning_grid(runs, cells)[2] == (3e-3, 3.0)
     # a paper's own cell off the grid: a row and a column of its own, "-" where no cell is
-    runs["b"] = run("pre", 3e-3, 1.0, None)
+    runs["b"], runs["c"] = run("pre", 3e-3, 1.0, None), run("pre", 1e-3, 3.0, 2000)
     runs["e"] = run("pre", 1e-3, 0.0, 1500)
     header, rows, chosen = accelerators.tuning_grid(runs, cells[:2] + [(1e-3, 0.0)])
     assert header == ["lr \\ wd", "0", "1", "3"] and chosen == (1e-3, 0.0)

@@ -65,11 +65,15 @@ def seed_steps(runs):
 def tuning_grid(runs, cells):
     """The tuning seed's cells (lr, wd) of one arm on one placement, as printed rows (lr down, wd
     across; "-" off the grid), and the chosen (lr, wd): the first to test loss 0.01 (a tie: the
-    smaller lr, then wd); None while a cell is missing or running."""
+    smaller lr, then wd); None while a cell is missing, or running short of the first crossing
+    so far. A cell that has passed that step without crossing can no longer be chosen, so it may
+    be stopped there ("stopped"): the choice is the one its full budget would give."""
     grid = {}
     for run, (cfg, m, _) in runs.items():
         if cfg.seed == TUNING_SEED and (cfg.lr, cfg.wd) in cells:
             grid[cfg.lr, cfg.wd] = (grok_step(m), int(m["step"][-1]), cfg.steps)
+    done = [(step, lr, wd) for (lr, wd), (step, _, _) in grid.items() if step is not None]
+    first = min(done)[0] if done else None
     lrs = sorted({lr for lr, _ in cells})
     wds = sorted({wd for _, wd in cells})
     rows = []
@@ -85,16 +89,17 @@ def tuning_grid(runs, cells):
             step, last, budget = grid[lr, wd]
             if step is not None:
                 row.append(str(step))
-            elif last < budget:
-                row.append(f"running (step {last} of {budget})")
-            else:
+            elif last == budget:
                 row.append(f"not reached in {budget}")
+            elif first is not None and last >= first:
+                row.append(f"not by {last} (stopped: past {first})")
+            else:
+                row.append(f"running (step {last} of {budget})")
         rows.append(row)
-    done = [(step, lr, wd) for (lr, wd), (step, _, _) in grid.items() if step is not None]
-    finished = all(step is not None or last == budget for step, last, budget in grid.values())
-    chosen = None
-    if done and finished and len(grid) == len(cells):
-        chosen = min(done)[1:]
+    # every cell crossed, or passed the first crossing without crossing (its budget included)
+    decided = all(step is not None or (first is not None and last >= first)
+                  for step, last, _ in grid.values())
+    chosen = min(done)[1:] if done and decided and len(grid) == len(cells) else None
     return ["lr \\ wd"] + [f"{wd:g}" for wd in wds], rows, chosen
 
 

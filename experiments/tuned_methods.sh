@@ -5,7 +5,10 @@
 #      ⊥AdamW at its paper's wd 0 (the other two papers' settings are in the grid: lr 1e-3, wd 1),
 #      each to test loss 0.01 + 1000 steps. Stopping rule, stated before the runs: a cell that has
 #      not reached test loss 0.01 by step 10000 is hopeless (AdamW's own cells: every one that
-#      generalized did by 4530).
+#      generalized did by 4530). A cell short of 0.01 at the step where another cell of its grid
+#      first reached it can no longer be chosen, so it may be stopped there (SIGTERM: resumable;
+#      the grid reads "stopped"): the choice is the one its full budget would give. (This saving
+#      was added while Muon's M+A* grid ran; the Grokfast EMA and ⊥AdamW grids ran in full.)
 #   2. each method's cell that reaches test loss 0.01 first on seed 5 (a tie: the smaller lr, then
 #      wd), on seeds 0-4, as tuned_adamw.sh's stage 2 (STAGE2 below, filled in once a method's
 #      grid is done: `python experiments/claims.py tuned_methods` prints the choice).
