@@ -170,7 +170,7 @@ def cut(index, columns):
 def unpack(pack_path, dest_dir, compress=True):
     """The run folders of a pack written back below dest_dir (each file atomically); returns
     the runs' names. compress=False for a temporary folder, read once and removed: compressing
-    its .npz files was a third of the time a table took to read a pack."""
+    its .npz files was most of the time unpacking took."""
     runs = read(pack_path)
     for run, files in runs.items():
         make_folder(os.path.join(dest_dir, run))
