@@ -21,6 +21,9 @@ R="--seed 5 --stop-after-grok 1000 --out $OUT"
 STAGE2=(
   "pre|--grokfast ema --gf-alpha 0.98 --gf-lamb 2|0.003|1"
   "pre|--orthograd|0.001|1"
+  "pre|--optimizer muon|0.003|1"
+  "off|--grokfast ema --gf-alpha 0.98 --gf-lamb 2|0.006|3"
+  "off|--orthograd|0.001|0"
 )
 jobs() {
   for ln in pre off; do for method in "${METHODS[@]}"; do
