@@ -327,7 +327,8 @@ def snapshot(root):
 
 def run(script, argv, capsys, monkeypatch):
     """(exit status, stdout, stderr) of `python script argv`, run in this process (an interpreter
-    and torch started for each of the 130 rows were most of this file's time): train.py,
+    and torch started for each of the 39 rows of the experiments' scripts were most of this
+    file's time): train.py,
     analyze.py and bench.py by their main(), the others as __main__ by runpy, from the
     repository's root as the command is run. An exception that escapes prints its traceback,
     as the interpreter would."""
