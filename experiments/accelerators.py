@@ -46,7 +46,7 @@ ADAMW = dict(optimizer="adamw", grokfast="none", orthograd=False, loss="ce")  # 
 # a method not here is not yet chosen
 TUNED_METHODS = {("pre", "Grokfast EMA"): (0.003, 1.0), ("pre", "⊥AdamW"): (0.001, 1.0),
                  ("pre", "Muon"): (0.003, 1.0), ("off", "Grokfast EMA"): (0.006, 3.0),
-                 ("off", "⊥AdamW"): (0.001, 0.0)}
+                 ("off", "⊥AdamW"): (0.001, 0.0), ("off", "Muon"): (0.006, 1.0)}
 # the packs holding each placement's methods; the first is the one the verdicts compare
 COMPARED = {"pre": ("interventions_pre",), "off": ("interventions_noln_zen5", "interventions_noln")}
 

@@ -24,6 +24,7 @@ STAGE2=(
   "pre|--optimizer muon|0.003|1"
   "off|--grokfast ema --gf-alpha 0.98 --gf-lamb 2|0.006|3"
   "off|--orthograd|0.001|0"
+  "off|--optimizer muon|0.006|1"
 )
 jobs() {
   for ln in pre off; do for method in "${METHODS[@]}"; do
