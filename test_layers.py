@@ -21,6 +21,7 @@ LAYERS = [
                                             # the speed layer
     ("measures",),                          # the measures (the LLC's chains on the fast forward)
     ("summary",),                           # the summary table of analysed runs
+    ("cli",),                               # train.py's command line: its runs and their folders
     ("train", "analyze"),                   # training and analysis: neither imports the other
     ("bench", "tl_export"),                 # the step benchmark: train.py's step; the
                                             # TransformerLens export of a checkpoint

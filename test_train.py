@@ -74,6 +74,13 @@ def help_text(argv, capsys):
     return capsys.readouterr().out
 
 
+def test_train_py_help_opens_with_its_usage_examples(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--help"])
+    assert e.value.code == 0
+    assert "python train.py --ln pre --seed 0 " in capsys.readouterr().out
+
+
 def test_help_is_grouped_with_one_default_each_and_each_presets_own(capsys):
     text = help_text([], capsys)
     titles = ["task:", "model:", "optimization:", "steps and precision:", "run:", "output:"]
