@@ -42,8 +42,9 @@ def parse_args(argv=None, description=None):
 def make_parser(argv, description):
     """train.py's parser: --preset, a flag per Config field in its section, then the run's.
     Every Config flag defaults to None, so that a flag given is told from a default."""
-    ap = ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter,
-                        usage="python train.py [--preset NAME] [options]", epilog=presets_text())
+    ap = ArgumentParser(description=description, epilog=presets_text(),
+                        formatter_class=argparse.RawDescriptionHelpFormatter,
+                        usage="python train.py [--preset NAME] [options]")
     ap.add_argument("--preset", default="singh", choices=list(PRESETS),
                     help="the paper whose defaults the run starts from (below; a flag given "
                          "wins; --preset NAME --help shows its defaults) (default singh)")
