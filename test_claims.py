@@ -559,18 +559,26 @@ def test_their_weights_load_into_our_nanda_model_and_sum_the_loss():
     assert N.largest_test_set(10.0, 0.3) == 33 and N.first_epoch([3, 0.5, 0.01, 0.2]) == 2
 
 
-def test_the_tuned_cells_are_the_tuning_stage_choice():
+def test_tuned_adamw_sh_runs_its_tuning_stage_choice():
+    """tuned_adamw.sh's stage 2 runs, on the compared seeds, the cell its stage 1 chose."""
     import pack
     with pack.opened(os.path.join("reproduction", "tuned_adamw")) as folder:
         runs = load(folder)
-    for ln, cell in accelerators.TUNED.items():
+    listed = subprocess.run(["bash", "experiments/tuned_adamw.sh", "--list"], check=True,
+                            capture_output=True, text=True).stdout.splitlines()
+    for ln in ("pre", "off"):
         mine = {r: v for r, v in runs.items() if v[0].ln == ln}
-        assert accelerators.tuning_grid(mine, accelerators.GRID)[2] == cell
+        lr, wd = accelerators.tuning_grid(mine, accelerators.GRID)[2]
+        stage2 = sorted(line for line in listed if f"--ln {ln} " in line
+                        and " --seed 5 " not in line and line.startswith("python train.py"))
+        assert stage2 == sorted(f"python train.py --ln {ln} --lr {lr:g} --wd {wd:g} --seed {s} "
+                                "--stop-after-grok 1000 --out runs/tuned_adamw --auto-resume"
+                                for s in accelerators.COMPARED_SEEDS)
 
 
-def test_the_methods_tuned_cells_are_their_tuning_stage_choice():
-    """TUNED_METHODS holds each method's choice once its grid is done, and only then; the
-    script's stage 2 runs exactly those cells on the compared seeds."""
+def test_the_tuned_cells_are_their_tuning_stage_choice():
+    """TUNED holds each arm's choice once its grid is done, and only then; the script's stage 2
+    runs exactly those cells on the compared seeds."""
     import pack
     copy = os.path.join("reproduction", "tuned_methods")
     runs = {}
@@ -578,20 +586,20 @@ def test_the_methods_tuned_cells_are_their_tuning_stage_choice():
         with pack.opened(copy) as folder:
             runs = load(folder)
     for ln in ("pre", "off"):
-        for name, (_, keep) in accelerators.METHODS.items():
+        for name, keep in accelerators.TUNED_ARMS.items():
             mine = {r: v for r, v in runs.items() if keep(v[0]) and v[0].ln == ln}
             chosen = accelerators.tuning_grid(mine, accelerators.CELLS[name])[2]
-            assert accelerators.TUNED_METHODS.get((ln, name)) == chosen, (ln, name)
+            assert accelerators.TUNED.get((ln, name)) == chosen, (ln, name)
     listed = subprocess.run(["bash", "experiments/tuned_methods.sh", "--list"], check=True,
                             capture_output=True, text=True).stdout.splitlines()
     stage2 = sorted(line for line in listed if " --seed 5 " not in line
                     and line.startswith("python train.py"))
-    flags = {"Grokfast EMA": "--grokfast ema --gf-alpha 0.98 --gf-lamb 2",
-             "⊥AdamW": "--orthograd", "Muon": "--optimizer muon"}
-    want = sorted(f"python train.py --ln {ln} {flags[name]} --lr {lr:g} --wd {wd:g} --seed {s} "
+    flags = {"AdamW": "", "Grokfast EMA": " --grokfast ema --gf-alpha 0.98 --gf-lamb 2",
+             "⊥AdamW": " --orthograd", "Muon": " --optimizer muon"}
+    want = sorted(f"python train.py --ln {ln}{flags[name]} --lr {lr:g} --wd {wd:g} --seed {s} "
                   "--stop-after-grok 1000 --out runs/tuned_methods --auto-resume"
-                  for (ln, name), (lr, wd) in accelerators.TUNED_METHODS.items()
-                  for s in range(5))
+                  for (ln, name), (lr, wd) in accelerators.TUNED.items()
+                  for s in accelerators.COMPARED_SEEDS)
     assert stage2 == want
 
 

@@ -27,10 +27,8 @@ LN_NAME = {k: v[0] for k, v in SINGH_LN.items()}
 
 FIG1 = "prieto_fig1"
 GF_BOTH = "`python experiments/claims.py grokfast grokfast_wd0`"
-# the cells experiments/tuned_adamw.sh's stage 1 chose on seed 5 (`python experiments/claims.py
-# tuned_adamw` prints the choice; test_claims checks that these are it)
-TUNED = {"pre": (0.001, 1.0), "off": (0.006, 3.0)}
-TUNING_SEED = 5  # tuned_adamw.sh's stage 1: not among the seeds the methods are compared on
+TUNING_SEED = 5  # the tuning scripts' stage 1: not among the seeds the arms are compared on
+COMPARED_SEEDS = [0, 1, 2, 3, 4]  # their stage 2
 GRID = [(lr, wd) for lr in (0.001, 0.003, 0.006) for wd in (1.0, 3.0)]  # every arm's tuning grid
 # each method as its paper runs it (interventions.sh's arms), and the runs of it at any (lr, wd);
 # a paper's own setting off the grid joins that method's grid (tuned_methods.sh)
@@ -38,15 +36,19 @@ METHODS = {"Grokfast EMA": (field(grokfast="ema", lr=0.001, wd=1.0), field(grokf
            "⊥AdamW": (field(orthograd=True, lr=0.001, wd=0.0), field(orthograd=True)),
            "Muon": (field(optimizer="muon", lr=0.001, wd=1.0), field(optimizer="muon"))}
 PAPER_CELL = {"Grokfast EMA": (0.001, 1.0), "⊥AdamW": (0.001, 0.0), "Muon": (0.001, 1.0)}
-CELLS = {name: GRID + [cell for cell in (PAPER_CELL[name],) if cell not in GRID]
-         for name in METHODS}
 ADAMW = dict(optimizer="adamw", grokfast="none", orthograd=False, loss="ce")  # plain AdamW
-# the cells experiments/tuned_methods.sh's stage 1 chose on seed 5, per placement and method
-# (`python experiments/claims.py tuned_methods` prints the choice; test_claims checks them);
-# a method not here is not yet chosen
-TUNED_METHODS = {("pre", "Grokfast EMA"): (0.003, 1.0), ("pre", "⊥AdamW"): (0.001, 1.0),
-                 ("pre", "Muon"): (0.003, 1.0), ("off", "Grokfast EMA"): (0.006, 3.0),
-                 ("off", "⊥AdamW"): (0.001, 0.0), ("off", "Muon"): (0.006, 1.0)}
+# the arms experiments/tuned_methods.sh tunes alike on one machine, AdamW and each method: the
+# runs of each at any (lr, wd), and its grid
+TUNED_ARMS = {"AdamW": field(**ADAMW), **{name: keep for name, (_, keep) in METHODS.items()}}
+CELLS = {"AdamW": GRID, **{name: GRID + [cell for cell in (PAPER_CELL[name],) if cell not in GRID]
+                           for name in METHODS}}
+# the cells tuned_methods.sh's stage 1 chose on seed 5, per placement and arm (`python
+# experiments/claims.py tuned_methods` prints the choice; test_claims checks them); an arm not
+# here is not yet chosen
+TUNED = {("pre", "AdamW"): (0.001, 1.0), ("pre", "Grokfast EMA"): (0.003, 1.0),
+         ("pre", "⊥AdamW"): (0.001, 1.0), ("pre", "Muon"): (0.003, 1.0),
+         ("off", "AdamW"): (0.006, 3.0), ("off", "Grokfast EMA"): (0.006, 3.0),
+         ("off", "⊥AdamW"): (0.001, 0.0), ("off", "Muon"): (0.006, 1.0)}
 # the packs holding each placement's methods; the first is the one the verdicts compare
 COMPARED = {"pre": ("interventions_pre",), "off": ("interventions_noln_zen5", "interventions_noln")}
 
@@ -158,44 +160,45 @@ def arm_steps(runs, keep, ln, cell):
 
 
 def tuned_methods(root):
-    """experiments/tuned_methods.sh: each method tuned as AdamW was, over the same lr x wd grid
-    (plus its paper's own setting) on the same tuning seed (stage 1), its chosen cell then on the
-    compared seeds 0-4 (stage 2) against the tuned AdamW of tuned_adamw.sh: steps to test loss
-    0.01 seed by seed and a one-sided Mann-Whitney test that the method gets there first."""
+    """experiments/tuned_methods.sh: AdamW and each method tuned alike on one machine, over the
+    same lr x wd grid (a method's paper's own setting added) on the same tuning seed (stage 1),
+    each arm's chosen cell then on the compared seeds 0-4 (stage 2): steps to test loss 0.01
+    seed by seed and a one-sided Mann-Whitney test that the method gets there before AdamW."""
     runs = load(root)
-    with pack.opened(os.path.join("reproduction", "tuned_adamw")) as folder:
-        adamw = load(folder)
     for ln in ("pre", "off"):
         name = LN_NAME[ln]
-        tuned = arm_steps(adamw, field(**ADAMW), ln, TUNED[ln])
-        arms = [("AdamW", TUNED[ln], tuned)]
-        for method, (_, keep) in METHODS.items():
+        arms = {}  # arm: (its chosen cell, {seed: step})
+        for arm, keep in TUNED_ARMS.items():
             mine = {r: v for r, v in runs.items() if keep(v[0]) and v[0].ln == ln}
             if not mine:
                 continue
-            header, rows, chosen = tuning_grid(mine, CELLS[method])
-            print(f"{method} on {ln} ({name}), stage 1, seed {TUNING_SEED}: test loss <= 0.01 at "
+            header, rows, chosen = tuning_grid(mine, CELLS[arm])
+            print(f"{arm} on {ln} ({name}), stage 1, seed {TUNING_SEED}: test loss <= 0.01 at "
                   "(rows lr, columns wd)\n")
             print(S.markdown(header, rows))
             print("the cell to compare: " + (f"lr {chosen[0]:g}, wd {chosen[1]:g}\n" if chosen
                                              else "not yet chosen (cells missing or running)\n"))
             if chosen:
-                arms.append((method, chosen, arm_steps(mine, keep, ln, chosen)))
-        seeds = sorted(tuned)
+                arms[arm] = chosen, arm_steps(mine, keep, ln, chosen)
+        done = lambda steps: sorted(steps) == COMPARED_SEEDS
         rows = []
-        for method, (lr, wd), steps in arms:
-            if steps is tuned:
+        for arm, ((lr, wd), steps) in arms.items():
+            if arm == "AdamW":
                 test = "-"
-            elif sorted(steps) != seeds:
+            elif not done(steps):
                 test = f"stage 2: seeds {' '.join(map(str, sorted(steps))) or 'none'} done"
+            elif "AdamW" not in arms or not done(arms["AdamW"][1]):
+                test = "stage 2: AdamW's not done"
             else:
+                adamw = arms["AdamW"][1]
                 test = "U {:g} / p {:.3f}".format(*mann_whitney(
-                    [steps[s] for s in seeds], [tuned[s] for s in seeds], "less"))
-            rows.append([f"{method} tuned", f"lr {lr:g}, wd {wd:g}",
+                    [steps[s] for s in COMPARED_SEEDS], [adamw[s] for s in COMPARED_SEEDS],
+                    "less"))
+            rows.append([f"{arm} tuned", f"lr {lr:g}, wd {wd:g}",
                          " / ".join(str(steps[s] or "never") if s in steps else "-"
-                                    for s in seeds), test])
-        print(f"{ln} ({name}), stage 2, seeds {' '.join(map(str, seeds))}: test loss <= 0.01 at, "
-              "every arm at the cell its stage 1 chose\n")
+                                    for s in COMPARED_SEEDS), test])
+        print(f"{ln} ({name}), stage 2, seeds {' '.join(map(str, COMPARED_SEEDS))}: test loss "
+              "<= 0.01 at, every arm at the cell its stage 1 chose\n")
         print(S.markdown(["arm", "cell", "per seed", "earlier than the tuned AdamW: "
                           "Mann-Whitney U / p (one-sided)"], rows))
 
@@ -292,20 +295,27 @@ def grokfast_claims():
     return rows
 
 
+def tuned_runs(ln, arm):
+    """One arm's stage 2 in tuned_methods.sh on one placement: the cell its stage 1 chose, on
+    the compared seeds; None while that cell is not chosen."""
+    cell, keep = TUNED.get((ln, arm)), TUNED_ARMS[arm]
+    if cell is None:
+        return None
+    return Runs("tuned_methods", where(
+        f"ln {ln}, {keep}, lr {cell[0]:g}, wd {cell[1]:g}, seeds but {TUNING_SEED}",
+        lambda c: keep(c) and c.ln == ln and (c.lr, c.wd) == cell and c.seed != TUNING_SEED))
+
+
 def tuned_claims():
     """Each method against AdamW both ways the critics ask: as the papers run them (each arm at
     its paper's setting, interventions.sh) and with equal tuning (each arm's cell chosen on the
-    same grid and tuning seed, tuned_adamw.sh and tuned_methods.sh)."""
+    same grid and tuning seed, on one machine: tuned_methods.sh)."""
     rows = []
     step = lambda m, r: grok_step(m)
-    compared = f"seeds but {TUNING_SEED}"
     for ln, (copy, *_) in COMPARED.items():
         model = LN_NAME[ln]
-        lr, wd = TUNED[ln]
-        tuned = Runs("tuned_adamw", where(
-            f"ln {ln}, lr {lr:g}, wd {wd:g}, {compared}",
-            lambda c, pick=field(ln=ln, lr=lr, wd=wd): pick(c) and c.seed != TUNING_SEED))
         own = Runs(copy, field(**ADAMW, lr=0.001, wd=1.0), partial=True)
+        adamw = tuned_runs(ln, "AdamW")
         for name, (paper_keep, keep) in METHODS.items():
             rows.append(Claim(
                 paper=CRITICS, claim=f"{name} at its paper's setting groks before AdamW at its "
@@ -316,22 +326,20 @@ def tuned_claims():
                         "its paper's setting, untuned" + (", on a Zen 5" if ln == "off" else ""),
                 section="interventions" if ln == "pre" else "interventions_noln",
                 test=order([Runs(copy, paper_keep, partial=True), own], step)))
-            cell = TUNED_METHODS.get((ln, name))
-            if cell is None:
-                test = not_addressed(f"{name}'s cell on {model} is not yet chosen: "
-                                     "experiments/tuned_methods.sh stage 1")
+            mine = tuned_runs(ln, name)
+            unchosen = [arm for arm, runs in ((name, mine), ("AdamW", adamw)) if runs is None]
+            if unchosen:
+                test = not_addressed(f"{' and '.join(unchosen)}'s cell on {model} is not yet "
+                                     "chosen: experiments/tuned_methods.sh stage 1")
             else:
-                test = order([Runs("tuned_methods", where(
-                    f"ln {ln}, {keep}, lr {cell[0]:g}, wd {cell[1]:g}, {compared}",
-                    lambda c, keep=keep, ln=ln, cell=cell: keep(c) and c.ln == ln
-                    and (c.lr, c.wd) == cell and c.seed != TUNING_SEED)), tuned], step)
+                test = order([mine, adamw], step)
             rows.append(Claim(
                 paper=CRITICS, claim=f"{name} tuned groks before AdamW tuned ({model})",
                 value=f"{name} first", source="what the method's paper implies",
                 statistic="per-seed step to test loss 0.01", like=False,
-                differs="the machine: AdamW's runs on a 2-vCPU AMD EPYC, the method's on a "
-                        "2-vCPU Intel Xeon; else the same (every arm tuned on seed 5 over lr "
-                        "{1e-3, 3e-3, 6e-3} x wd {1, 3} plus its paper's setting, compared on "
+                differs=f"this project's model ({model}), not the method's paper's; every arm "
+                        "tuned alike on one 2-vCPU Intel Xeon (on seed 5 over lr {1e-3, 3e-3, "
+                        "6e-3} x wd {1, 3}, a method's paper's setting added; compared on "
                         "seeds 0-4)",
                 section="tuned_methods", test=test))
     return rows
@@ -347,7 +355,8 @@ MUL = "bash experiments/interventions.sh --list | grep -- '--op mul' | bash"
 SECTIONS = {
     "tuned_adamw": Section("A tuned AdamW beside the accelerators", "runs/tuned_adamw",
                            "bash experiments/tuned_adamw.sh", tuned_adamw, "tuned_adamw"),
-    "tuned_methods": Section("The accelerators tuned as AdamW was", "runs/tuned_methods",
+    "tuned_methods": Section("AdamW and the accelerators tuned alike, on one machine",
+                             "runs/tuned_methods",
                              "bash experiments/tuned_methods.sh", tuned_methods, "tuned_methods"),
     "prieto": Section("Grokking accelerators in Prieto et al.'s own setting (their Fig. 1)",
                       "runs/prieto_fig1", FIG1_RUNS, metrics_table.main, "prieto_fig1"),
