@@ -22,13 +22,14 @@ import torch
 import optim
 import runfiles
 import train as train_module
+from cli import AUTO, parse_args
 from config import PRESETS, Config
 from conftest import BATCHED, HERE, quiet, small_cfg, train_alone
 from data import make_data
 from model import LN_PLACEMENTS, build_model
 from optim import AdamW
 from runfiles import Stop, load_checkpoint
-from train import AUTO, Interrupted, check_options, main, parse_args, train
+from train import Interrupted, check_options, main, train
 
 
 # ---------------------------------------------------------------- bad input: one line, no traceback

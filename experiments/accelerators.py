@@ -301,9 +301,10 @@ def tuned_runs(ln, arm):
     cell, keep = TUNED.get((ln, arm)), TUNED_ARMS[arm]
     if cell is None:
         return None
+    seeds = f"{COMPARED_SEEDS[0]}-{COMPARED_SEEDS[-1]}"
     return Runs("tuned_methods", where(
-        f"ln {ln}, {keep}, lr {cell[0]:g}, wd {cell[1]:g}, seeds but {TUNING_SEED}",
-        lambda c: keep(c) and c.ln == ln and (c.lr, c.wd) == cell and c.seed != TUNING_SEED))
+        f"ln {ln}, {keep}, lr {cell[0]:g}, wd {cell[1]:g}, seeds {seeds}",
+        lambda c: keep(c) and c.ln == ln and (c.lr, c.wd) == cell and c.seed in COMPARED_SEEDS))
 
 
 def tuned_claims():

@@ -9,12 +9,12 @@
 #      cells: every one that generalized did by 4530). A cell short of 0.01 at the step where
 #      another cell of its grid first reached it can no longer be chosen, so it may be stopped
 #      there (SIGTERM: resumable; the grid reads "stopped"): the choice is the one its full
-#      budget would give. (This saving was added while Muon's M+A* grid ran; the Grokfast EMA
-#      and ⊥AdamW grids ran in full.)
+#      budget would give. (This saving was added while Muon's M+A* grid ran: Grokfast EMA's
+#      and ⊥AdamW's M+A* grids ran in full, the later grids used it.)
 #   2. each arm's cell that reaches test loss 0.01 first on seed 5 (a tie: the smaller lr, then
 #      wd), on seeds 0-4 (STAGE2 below, filled in once an arm's grid is done: `python
 #      experiments/claims.py tuned_methods` prints the choice).
-# Stage 1 is 50 runs, about 6-12 CPU-hours on one thread of a 2-vCPU CPU.
+# Stage 1 is 50 runs of up to 10k steps each (their times: BENCHMARKS.md, the reproduction sweeps).
 source "$(dirname "$0")/jobs.sh"
 OUT=runs/tuned_methods
 # the arms' flags: AdamW (none), Grokfast EMA, ⊥AdamW, Muon
