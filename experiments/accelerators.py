@@ -107,6 +107,17 @@ def tuning_grid(runs, cells):
     return ["lr \\ wd"] + [f"{wd:g}" for wd in wds], rows, chosen
 
 
+def show_grid(what, runs, cells):
+    """Print one arm's stage 1 on one placement (tuning_grid's table and its choice); return the
+    chosen (lr, wd), or None."""
+    header, rows, chosen = tuning_grid(runs, cells)
+    print(f"{what}, stage 1, seed {TUNING_SEED}: test loss <= 0.01 at (rows lr, columns wd)\n")
+    print(S.markdown(header, rows))
+    print("the cell to compare: " + (f"lr {chosen[0]:g}, wd {chosen[1]:g}\n" if chosen
+                                     else "not yet chosen (cells missing or running)\n"))
+    return chosen
+
+
 def tuned_adamw(root):
     """experiments/tuned_adamw.sh: AdamW's lr x wd on the tuning seed, per placement (stage 1),
     then the chosen cell on the compared seeds 0-4 beside every method and the matched AdamW of
@@ -115,16 +126,11 @@ def tuned_adamw(root):
     runs = load(root)
     for ln in sorted({cfg.ln for cfg, _, _ in runs.values()}, key=lambda ln: ln != "pre"):
         name = LN_NAME.get(ln, ln)
-        header, rows, chosen = tuning_grid(
-            {r: v for r, v in runs.items() if v[0].ln == ln}, GRID)
-        print(f"{ln} ({name}), stage 1, seed {TUNING_SEED}: test loss <= 0.01 "
-              "at (rows lr, columns wd)\n")
-        print(S.markdown(header, rows))
+        chosen = show_grid(f"{ln} ({name})", {r: v for r, v in runs.items() if v[0].ln == ln},
+                           GRID)
         if chosen is None:
-            print("the cell to compare: not yet chosen (cells missing or running)\n")
             continue
         lr, wd = chosen
-        print(f"the cell to compare: lr {lr:g}, wd {wd:g}\n")
         tuned = {cfg.seed: grok_step(m) for cfg, m, _ in runs.values() if cfg.ln == ln
                  and (cfg.lr, cfg.wd) == chosen and cfg.seed != TUNING_SEED}
         if not tuned:
@@ -172,12 +178,7 @@ def tuned_methods(root):
             mine = {r: v for r, v in runs.items() if keep(v[0]) and v[0].ln == ln}
             if not mine:
                 continue
-            header, rows, chosen = tuning_grid(mine, CELLS[arm])
-            print(f"{arm} on {ln} ({name}), stage 1, seed {TUNING_SEED}: test loss <= 0.01 at "
-                  "(rows lr, columns wd)\n")
-            print(S.markdown(header, rows))
-            print("the cell to compare: " + (f"lr {chosen[0]:g}, wd {chosen[1]:g}\n" if chosen
-                                             else "not yet chosen (cells missing or running)\n"))
+            chosen = show_grid(f"{arm} on {ln} ({name})", mine, CELLS[arm])
             if chosen:
                 arms[arm] = chosen, arm_steps(mine, keep, ln, chosen)
         done = lambda steps: sorted(steps) == COMPARED_SEEDS
